@@ -1,0 +1,68 @@
+package publicauth
+
+import "time"
+
+// Roles a user can hold. The role decides who may use the admin surface.
+const (
+	RoleUser  = "user"
+	RoleAdmin = "admin"
+)
+
+// Statuses of a user account. Only active users can log in.
+const (
+	StatusActive   = "active"
+	StatusDisabled = "disabled"
+)
+
+// Login methods reported in loginMethods.
+const (
+	MethodPassword = "password"
+)
+
+// User is a public user account.
+type User struct {
+	// ID is an opaque UUID string; it is the `sub` of every token issued for the user.
+	ID string
+	// Email as the user typed it. Unique case-insensitively across all users.
+	Email         string
+	EmailVerified bool
+	Name          string
+	// PasswordHash is an argon2id PHC string, or empty for an account that has no password
+	// (a social-only account).
+	PasswordHash string
+	Role         string
+	Status       string
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+}
+
+// LoginMethods lists how the user can log in, in a stable order.
+func (u *User) LoginMethods() []string {
+	methods := []string{}
+	if u.PasswordHash != "" {
+		methods = append(methods, MethodPassword)
+	}
+	return methods
+}
+
+// Session kinds: which cookie carries the session.
+const (
+	SessionPublic = "public"
+	SessionAdmin  = "admin"
+)
+
+// Session is a server-side login session. The cookie carries a random token; the store keys
+// the session by the SHA-256 hash of that token, so a database dump reveals no usable cookie.
+type Session struct {
+	// IDHash is the hex SHA-256 of the session token held in the cookie.
+	IDHash string
+	UserID string
+	// Kind is SessionPublic or SessionAdmin.
+	Kind string
+	// Method is how the user authenticated (MethodPassword, …).
+	Method string
+	// AuthTime is when the user actually authenticated; it becomes the ID token's auth_time.
+	AuthTime  time.Time
+	CreatedAt time.Time
+	ExpiresAt time.Time
+}
