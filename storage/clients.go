@@ -1,0 +1,168 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ory/fosite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+func clientToModel(c *Client) *clientModel {
+	return &clientModel{
+		ID:                     c.ID,
+		SecretHash:             c.SecretHash,
+		Name:                   c.Name,
+		RedirectURIs:           stringList(c.RedirectURIs),
+		PostLogoutRedirectURIs: stringList(c.PostLogoutRedirectURIs),
+		GrantTypes:             stringList(c.GrantTypes),
+		ResponseTypes:          stringList(c.ResponseTypes),
+		Scopes:                 stringList(c.Scopes),
+		Audience:               stringList(c.Audience),
+		Public:                 c.Public,
+		FirstParty:             c.FirstParty,
+		IDTokenAlg:             c.IDTokenAlg,
+		CreatedAt:              utc(c.CreatedAt),
+		UpdatedAt:              utc(c.UpdatedAt),
+	}
+}
+
+func (m *clientModel) toClient() *Client {
+	return &Client{
+		ID:                     m.ID,
+		SecretHash:             m.SecretHash,
+		Name:                   m.Name,
+		RedirectURIs:           []string(m.RedirectURIs),
+		PostLogoutRedirectURIs: []string(m.PostLogoutRedirectURIs),
+		GrantTypes:             []string(m.GrantTypes),
+		ResponseTypes:          []string(m.ResponseTypes),
+		Scopes:                 []string(m.Scopes),
+		Audience:               []string(m.Audience),
+		Public:                 m.Public,
+		FirstParty:             m.FirstParty,
+		IDTokenAlg:             m.IDTokenAlg,
+		CreatedAt:              timeUTC(m.CreatedAt),
+		UpdatedAt:              timeUTC(m.UpdatedAt),
+	}
+}
+
+// CreateClient inserts c, setting c.CreatedAt and c.UpdatedAt to now when they are zero. It
+// returns ErrConflict when a client with c.ID exists.
+func (s *Store) CreateClient(ctx context.Context, c *Client) error {
+	now := s.nowUTC()
+	if c.CreatedAt.IsZero() {
+		c.CreatedAt = now
+	}
+	if c.UpdatedAt.IsZero() {
+		c.UpdatedAt = now
+	}
+	err := s.guarded(ctx, func(db *gorm.DB) error { return db.Create(clientToModel(c)).Error })
+	if err != nil {
+		if isDuplicate(err) {
+			return ErrConflict
+		}
+		return fmt.Errorf("storage: create client: %w", err)
+	}
+	return nil
+}
+
+// ClientByID returns the client with that id, or ErrNotFound.
+func (s *Store) ClientByID(ctx context.Context, id string) (*Client, error) {
+	var m clientModel
+	if err := s.conn(ctx).Take(&m, "id = ?", id).Error; err != nil {
+		if isNotFound(err) {
+			return nil, ErrNotFound
+		}
+		return nil, fmt.Errorf("storage: get client: %w", err)
+	}
+	return m.toClient(), nil
+}
+
+// ListClients returns every client, oldest first (ties by id).
+func (s *Store) ListClients(ctx context.Context) ([]*Client, error) {
+	var ms []clientModel
+	if err := s.conn(ctx).Order("created_at, id").Find(&ms).Error; err != nil {
+		return nil, fmt.Errorf("storage: list clients: %w", err)
+	}
+	out := make([]*Client, 0, len(ms))
+	for i := range ms {
+		out = append(out, ms[i].toClient())
+	}
+	return out, nil
+}
+
+// DeleteClient deletes the client and, in the same transaction, everything issued to it:
+// authorization codes, access and refresh tokens, PKCE and OpenID Connect rows, consents and
+// pending authorization requests. It returns ErrNotFound when there is no such client.
+func (s *Store) DeleteClient(ctx context.Context, id string) error {
+	return s.inTx(ctx, func(tx *gorm.DB) error {
+		for _, model := range []any{
+			&authorizationCodeModel{}, &accessTokenModel{}, &refreshTokenModel{},
+			&pkceRequestModel{}, &oidcSessionModel{}, &consentModel{}, &authRequestModel{},
+		} {
+			if err := tx.Where("client_id = ?", id).Delete(model).Error; err != nil {
+				return fmt.Errorf("storage: delete client: %w", err)
+			}
+		}
+		res := tx.Where("id = ?", id).Delete(&clientModel{})
+		if res.Error != nil {
+			return fmt.Errorf("storage: delete client: %w", res.Error)
+		}
+		if res.RowsAffected == 0 {
+			return ErrNotFound
+		}
+		return nil
+	})
+}
+
+// GetClient returns the client with that id as a fosite.Client (a *Client), or
+// fosite.ErrNotFound. It implements fosite.ClientManager.
+func (s *Store) GetClient(ctx context.Context, id string) (fosite.Client, error) {
+	var m clientModel
+	if err := s.conn(ctx).Take(&m, "id = ?", id).Error; err != nil {
+		if isNotFound(err) {
+			return nil, fosite.ErrNotFound
+		}
+		return nil, fmt.Errorf("storage: get client: %w", err)
+	}
+	return m.toClient(), nil
+}
+
+// ClientAssertionJWTValid returns fosite.ErrJTIKnown when the JWT id was recorded by
+// SetClientAssertionJWT and has not expired yet, and nil otherwise (RFC 7523 section 3,
+// replay protection). It implements fosite.ClientManager.
+func (s *Store) ClientAssertionJWTValid(ctx context.Context, jti string) error {
+	var n int64
+	err := s.conn(ctx).Model(&clientAssertionJTIModel{}).
+		Where("jti = ? AND expires_at > ?", jti, s.nowUTC()).
+		Count(&n).Error
+	if err != nil {
+		return fmt.Errorf("storage: check client assertion jti: %w", err)
+	}
+	if n > 0 {
+		return fosite.ErrJTIKnown
+	}
+	return nil
+}
+
+// SetClientAssertionJWT records the JWT id as used until exp. It first deletes every
+// recorded id that has expired (those assertions can no longer be replayed), then inserts
+// jti; when jti is still recorded it returns fosite.ErrJTIKnown. It implements
+// fosite.ClientManager.
+func (s *Store) SetClientAssertionJWT(ctx context.Context, jti string, exp time.Time) error {
+	db := s.conn(ctx)
+	if err := db.Where("expires_at <= ?", s.nowUTC()).Delete(&clientAssertionJTIModel{}).Error; err != nil {
+		return fmt.Errorf("storage: delete expired client assertion jtis: %w", err)
+	}
+	res := db.Clauses(clause.OnConflict{DoNothing: true}).
+		Create(&clientAssertionJTIModel{JTI: jti, ExpiresAt: utc(exp)})
+	if res.Error != nil {
+		return fmt.Errorf("storage: record client assertion jti: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return fosite.ErrJTIKnown
+	}
+	return nil
+}

@@ -1,0 +1,26 @@
+// Package storage is Gatehouse's only database layer: GORM models, versioned migrations,
+// Open (SQLite or Postgres chosen by the DSN), the fosite storage adapter, and the stores the
+// domain packages declare (publicauth.UserStore, publicauth.SessionStore) plus the records
+// the provider keeps (clients, signing keys, consents, pending authorization requests).
+//
+// Usage:
+//
+//	st, err := storage.Open(ctx, "sqlite:gatehouse.db")
+//	if err != nil { … }
+//	defer st.Close()
+//	if err := st.Migrate(ctx); err != nil { … }
+//
+// No SQL, gorm or driver is used outside this package. Every method translates database
+// errors into the sentinels its caller's contract names: fosite's (fosite.ErrNotFound,
+// fosite.ErrInvalidatedAuthorizeCode, fosite.ErrInactiveToken, fosite.ErrJTIKnown) for the
+// fosite adapter, publicauth's (ErrUserNotFound, ErrEmailTaken, ErrSessionNotFound) for the
+// publicauth stores, and ErrNotFound / ErrConflict for the records. Any other error is a
+// wrapped database error.
+//
+// Transactions travel on the context (fosite's storage.Transactional): every method runs
+// inside the transaction BeginTX put into its context, or on the connection pool when there
+// is none. Timestamps are stored in UTC with microsecond precision and read back in UTC.
+// Secrets never reach this package in clear: callers pass hashes (session ids, client
+// secrets), signatures (tokens) and sealed keys; the one raw value fosite hands over, the
+// authorization code keying OpenID Connect sessions, is hashed before it is stored.
+package storage

@@ -1,0 +1,68 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ory/fosite"
+)
+
+// CreateAuthorizeCodeSession stores the authorization request behind the code whose
+// signature is given, as an active code. It implements oauth2.AuthorizeCodeStorage.
+func (s *Store) CreateAuthorizeCodeSession(ctx context.Context, signature string, request fosite.Requester) error {
+	cols, err := newRequestColumns(signature, request, fosite.AuthorizeCode)
+	if err != nil {
+		return err
+	}
+	if err := s.conn(ctx).Create(&authorizationCodeModel{Request: cols, Active: true}).Error; err != nil {
+		return fmt.Errorf("storage: create authorization code: %w", err)
+	}
+	return nil
+}
+
+// GetAuthorizeCodeSession returns the authorization request of the code, its session
+// unmarshalled into session. A used (invalidated) code returns the request together with
+// fosite.ErrInvalidatedAuthorizeCode, so fosite can revoke the tokens issued for it; an
+// unknown code returns fosite.ErrNotFound. Expiry is fosite's to check.
+func (s *Store) GetAuthorizeCodeSession(ctx context.Context, signature string, session fosite.Session) (fosite.Requester, error) {
+	var m authorizationCodeModel
+	if err := s.conn(ctx).Take(&m, "signature = ?", signature).Error; err != nil {
+		if isNotFound(err) {
+			return nil, fosite.ErrNotFound
+		}
+		return nil, fmt.Errorf("storage: get authorization code: %w", err)
+	}
+	r, err := s.toRequest(ctx, &m.Request, session)
+	if err != nil {
+		return nil, err
+	}
+	if !m.Active {
+		return r, fosite.ErrInvalidatedAuthorizeCode
+	}
+	return r, nil
+}
+
+// InvalidateAuthorizeCodeSession marks the code used; the row stays until it expires so a
+// second use is recognised. The update is conditional on the code being active, so of two
+// concurrent exchanges exactly one succeeds: the other gets
+// fosite.ErrInvalidatedAuthorizeCode. An unknown code returns fosite.ErrNotFound.
+func (s *Store) InvalidateAuthorizeCodeSession(ctx context.Context, signature string) error {
+	db := s.conn(ctx)
+	res := db.Model(&authorizationCodeModel{}).
+		Where("signature = ? AND active = ?", signature, true).
+		Update("active", false)
+	if res.Error != nil {
+		return fmt.Errorf("storage: invalidate authorization code: %w", res.Error)
+	}
+	if res.RowsAffected == 1 {
+		return nil
+	}
+	var n int64
+	if err := db.Model(&authorizationCodeModel{}).Where("signature = ?", signature).Count(&n).Error; err != nil {
+		return fmt.Errorf("storage: invalidate authorization code: %w", err)
+	}
+	if n == 0 {
+		return fosite.ErrNotFound
+	}
+	return fosite.ErrInvalidatedAuthorizeCode
+}

@@ -1,0 +1,100 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ory/fosite"
+	"gorm.io/gorm"
+)
+
+// CreateRefreshTokenSession stores the request behind a refresh token, keyed by the token's
+// signature, as active, remembering the signature of the access token issued with it. It
+// implements oauth2.RefreshTokenStorage.
+func (s *Store) CreateRefreshTokenSession(ctx context.Context, signature string, accessSignature string, request fosite.Requester) error {
+	cols, err := newRequestColumns(signature, request, fosite.RefreshToken)
+	if err != nil {
+		return err
+	}
+	m := refreshTokenModel{Request: cols, AccessSignature: accessSignature, Active: true}
+	if err := s.conn(ctx).Create(&m).Error; err != nil {
+		return fmt.Errorf("storage: create refresh token: %w", err)
+	}
+	return nil
+}
+
+// GetRefreshTokenSession returns the request behind the refresh token, its session
+// unmarshalled into session. An inactive (rotated or revoked) token returns the request
+// together with fosite.ErrInactiveToken, which fosite treats as reuse and answers by
+// revoking the whole grant; an unknown token returns fosite.ErrNotFound.
+func (s *Store) GetRefreshTokenSession(ctx context.Context, signature string, session fosite.Session) (fosite.Requester, error) {
+	var m refreshTokenModel
+	if err := s.conn(ctx).Take(&m, "signature = ?", signature).Error; err != nil {
+		if isNotFound(err) {
+			return nil, fosite.ErrNotFound
+		}
+		return nil, fmt.Errorf("storage: get refresh token: %w", err)
+	}
+	r, err := s.toRequest(ctx, &m.Request, session)
+	if err != nil {
+		return nil, err
+	}
+	if !m.Active {
+		return r, fosite.ErrInactiveToken
+	}
+	return r, nil
+}
+
+// DeleteRefreshTokenSession deletes the refresh token; deleting an unknown token is not an
+// error.
+func (s *Store) DeleteRefreshTokenSession(ctx context.Context, signature string) error {
+	if err := s.conn(ctx).Where("signature = ?", signature).Delete(&refreshTokenModel{}).Error; err != nil {
+		return fmt.Errorf("storage: delete refresh token: %w", err)
+	}
+	return nil
+}
+
+// RotateRefreshToken retires the refresh token being exchanged: it marks the token inactive
+// (kept for reuse detection) and deletes the access token issued with it. The update is
+// conditional on the token being active, so of concurrent rotations of one token exactly one
+// succeeds; the others get fosite.ErrInactiveToken. An unknown token returns
+// fosite.ErrNotFound. The token is found by its signature; requestID is not needed for that.
+func (s *Store) RotateRefreshToken(ctx context.Context, requestID string, signature string) error {
+	return s.inTx(ctx, func(tx *gorm.DB) error {
+		res := tx.Model(&refreshTokenModel{}).
+			Where("signature = ? AND active = ?", signature, true).
+			Update("active", false)
+		if res.Error != nil {
+			return fmt.Errorf("storage: rotate refresh token: %w", res.Error)
+		}
+		if res.RowsAffected == 0 {
+			var n int64
+			if err := tx.Model(&refreshTokenModel{}).Where("signature = ?", signature).Count(&n).Error; err != nil {
+				return fmt.Errorf("storage: rotate refresh token: %w", err)
+			}
+			if n == 0 {
+				return fosite.ErrNotFound
+			}
+			return fosite.ErrInactiveToken
+		}
+		err := tx.Exec(`DELETE FROM access_tokens WHERE signature IN
+			(SELECT access_signature FROM refresh_tokens WHERE signature = ?)`, signature).Error
+		if err != nil {
+			return fmt.Errorf("storage: rotate refresh token: delete access token: %w", err)
+		}
+		return nil
+	})
+}
+
+// RevokeRefreshToken marks every refresh token issued for the request id inactive: the
+// whole family of a grant, which rotation keeps under one request id (RFC 7009 section 2.1,
+// RFC 9700 section 4.14.2). A request id without tokens is not an error.
+func (s *Store) RevokeRefreshToken(ctx context.Context, requestID string) error {
+	err := s.conn(ctx).Model(&refreshTokenModel{}).
+		Where("request_id = ?", requestID).
+		Update("active", false).Error
+	if err != nil {
+		return fmt.Errorf("storage: revoke refresh tokens: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,96 @@
+package storage
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/ory/fosite"
+)
+
+// codeRetention is how long a row keyed by an authorization code (the code itself, its PKCE
+// and OpenID Connect rows) is kept when the session carries no authorization-code expiry.
+// fosite always sets one; the fallback only bounds garbage collection.
+const codeRetention = time.Hour
+
+// newRequestColumns serializes r for the row keyed by signature. tokenType picks the
+// session expiry that becomes expires_at: fosite.AuthorizeCode for codes, PKCE and OpenID
+// Connect rows, fosite.AccessToken or fosite.RefreshToken for tokens. When the session has
+// no expiry of that type, code rows expire codeRetention after the request and token rows
+// never expire (fosite leaves a refresh token without expiry when its lifespan is -1).
+func newRequestColumns(signature string, r fosite.Requester, tokenType fosite.TokenType) (requestColumns, error) {
+	if r == nil {
+		return requestColumns{}, errors.New("storage: nil request")
+	}
+	client := r.GetClient()
+	if client == nil {
+		return requestColumns{}, errors.New("storage: request has no client")
+	}
+	session := r.GetSession()
+	data, err := json.Marshal(session)
+	if err != nil {
+		return requestColumns{}, fmt.Errorf("storage: marshal session: %w", err)
+	}
+	var subject string
+	var expiresAt *time.Time
+	if session != nil {
+		subject = session.GetSubject()
+		if exp := session.GetExpiresAt(tokenType); !exp.IsZero() {
+			e := utc(exp)
+			expiresAt = &e
+		}
+	}
+	requestedAt := r.GetRequestedAt()
+	if expiresAt == nil && tokenType == fosite.AuthorizeCode {
+		e := utc(requestedAt.Add(codeRetention))
+		expiresAt = &e
+	}
+	return requestColumns{
+		Signature:         signature,
+		RequestID:         r.GetID(),
+		RequestedAt:       utc(requestedAt),
+		ClientID:          client.GetID(),
+		Subject:           subject,
+		RequestedScopes:   stringList(r.GetRequestedScopes()),
+		GrantedScopes:     stringList(r.GetGrantedScopes()),
+		RequestedAudience: stringList(r.GetRequestedAudience()),
+		GrantedAudience:   stringList(r.GetGrantedAudience()),
+		Form:              r.GetRequestForm().Encode(),
+		SessionData:       string(data),
+		ExpiresAt:         expiresAt,
+	}, nil
+}
+
+// toRequest rebuilds the fosite request stored in c. The stored session is unmarshalled
+// into session, the prototype fosite passes in (fosite relies on that object being filled
+// in place), and the client is loaded with GetClient.
+func (s *Store) toRequest(ctx context.Context, c *requestColumns, session fosite.Session) (*fosite.Request, error) {
+	if session == nil {
+		return nil, errors.New("storage: nil session prototype")
+	}
+	if err := json.Unmarshal([]byte(c.SessionData), session); err != nil {
+		return nil, fmt.Errorf("storage: unmarshal session: %w", err)
+	}
+	form, err := url.ParseQuery(c.Form)
+	if err != nil {
+		return nil, fmt.Errorf("storage: parse stored form: %w", err)
+	}
+	client, err := s.GetClient(ctx, c.ClientID)
+	if err != nil {
+		return nil, err
+	}
+	return &fosite.Request{
+		ID:                c.RequestID,
+		RequestedAt:       timeUTC(c.RequestedAt),
+		Client:            client,
+		RequestedScope:    fosite.Arguments(c.RequestedScopes),
+		GrantedScope:      fosite.Arguments(c.GrantedScopes),
+		Form:              form,
+		Session:           session,
+		RequestedAudience: fosite.Arguments(c.RequestedAudience),
+		GrantedAudience:   fosite.Arguments(c.GrantedAudience),
+	}, nil
+}

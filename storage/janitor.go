@@ -1,0 +1,90 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// expiringTables lists every table with an expires_at column and its primary key.
+func expiringTables() []struct{ table, key string } {
+	return []struct{ table, key string }{
+		{"authorization_codes", "signature"},
+		{"access_tokens", "signature"},
+		{"refresh_tokens", "signature"},
+		{"pkce_requests", "signature"},
+		{"oidc_sessions", "signature"},
+		{"sessions", "id_hash"},
+		{"auth_requests", "id_hash"},
+		{"client_assertion_jtis", "jti"},
+	}
+}
+
+// defaultJanitorBatch is the batch size DeleteExpired uses for a batch ≤ 0.
+const defaultJanitorBatch = 1000
+
+// DeleteExpired deletes every row whose expires_at is before now from the expiring tables
+// (authorization codes, access and refresh tokens, PKCE and OpenID Connect rows, login
+// sessions, pending authorization requests, client-assertion JWT ids) and returns how many
+// it deleted. It deletes at most batch rows per statement (1000 for batch ≤ 0), each
+// statement on its own, so no lock is held for long. Rows without expiry are kept. On error
+// it returns the count deleted so far with the error.
+func (s *Store) DeleteExpired(ctx context.Context, now time.Time, batch int) (int64, error) {
+	if batch <= 0 {
+		batch = defaultJanitorBatch
+	}
+	cutoff := utc(now)
+	var total int64
+	for _, t := range expiringTables() {
+		stmt := fmt.Sprintf(`DELETE FROM %[1]s WHERE %[2]s IN
+			(SELECT %[2]s FROM %[1]s WHERE expires_at < ? ORDER BY expires_at LIMIT ?)`, t.table, t.key)
+		for {
+			if err := ctx.Err(); err != nil {
+				return total, err
+			}
+			res := s.conn(ctx).Exec(stmt, cutoff, batch)
+			if res.Error != nil {
+				return total, fmt.Errorf("storage: delete expired %s: %w", t.table, res.Error)
+			}
+			total += res.RowsAffected
+			if res.RowsAffected < int64(batch) {
+				break
+			}
+		}
+	}
+	return total, nil
+}
+
+// RunJanitor calls DeleteExpired every interval (one minute for interval ≤ 0) with the time
+// now returns (time.Now when nil) until ctx is done. It logs failures at error level and
+// deletions at debug level to log (nowhere when nil), and keeps going after a failure.
+func (s *Store) RunJanitor(ctx context.Context, interval time.Duration, batch int, now func() time.Time, log *slog.Logger) {
+	if interval <= 0 {
+		interval = time.Minute
+	}
+	if now == nil {
+		now = time.Now
+	}
+	if log == nil {
+		log = s.log
+	}
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+			n, err := s.DeleteExpired(ctx, now(), batch)
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				log.ErrorContext(ctx, "storage: janitor failed", "error", err, "deleted", n)
+				continue
+			}
+			log.DebugContext(ctx, "storage: janitor deleted expired rows", "deleted", n)
+		}
+	}
+}

@@ -1,0 +1,61 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+
+	"gorm.io/gorm"
+)
+
+// SigningKeys returns every signing key, retired ones included, ordered by CreatedAt and
+// then KID.
+func (s *Store) SigningKeys(ctx context.Context) ([]*SigningKey, error) {
+	var ms []signingKeyModel
+	if err := s.conn(ctx).Order("created_at, kid").Find(&ms).Error; err != nil {
+		return nil, fmt.Errorf("storage: list signing keys: %w", err)
+	}
+	out := make([]*SigningKey, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, &SigningKey{
+			KID:       m.KID,
+			Algorithm: m.Algorithm,
+			Sealed:    m.Sealed,
+			CreatedAt: timeUTC(m.CreatedAt),
+			RetiredAt: timePtrUTC(m.RetiredAt),
+		})
+	}
+	return out, nil
+}
+
+// AddSigningKey makes k the active key of its algorithm: in one transaction it sets
+// RetiredAt = k.CreatedAt on every key of k.Algorithm not yet retired, then inserts k. A zero
+// k.CreatedAt is set to now. It returns ErrConflict when a key with k.KID exists (and then
+// retires nothing).
+func (s *Store) AddSigningKey(ctx context.Context, k *SigningKey) error {
+	if k.CreatedAt.IsZero() {
+		k.CreatedAt = s.nowUTC()
+	}
+	createdAt := utc(k.CreatedAt)
+	return s.inTx(ctx, func(tx *gorm.DB) error {
+		err := tx.Model(&signingKeyModel{}).
+			Where("algorithm = ? AND retired_at IS NULL", k.Algorithm).
+			Update("retired_at", createdAt).Error
+		if err != nil {
+			return fmt.Errorf("storage: retire signing keys: %w", err)
+		}
+		m := signingKeyModel{
+			KID:       k.KID,
+			Algorithm: k.Algorithm,
+			Sealed:    k.Sealed,
+			CreatedAt: createdAt,
+			RetiredAt: utcPtr(k.RetiredAt),
+		}
+		if err := tx.Create(&m).Error; err != nil {
+			if isDuplicate(err) {
+				return ErrConflict
+			}
+			return fmt.Errorf("storage: add signing key: %w", err)
+		}
+		return nil
+	})
+}

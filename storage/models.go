@@ -1,0 +1,203 @@
+package storage
+
+import (
+	"database/sql/driver"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// The GORM models below mirror the tables migration 1 creates (migrations.go); the records
+// and fosite requests are converted to and from them in the files that use them. Times are
+// written in UTC (see utc); gorm's automatic timestamps are off so the store's clock decides.
+
+// stringList is a list of strings stored as JSON text. An empty list reads back as nil.
+type stringList []string
+
+// Value implements driver.Valuer.
+func (l stringList) Value() (driver.Value, error) {
+	if len(l) == 0 {
+		return "[]", nil
+	}
+	b, err := json.Marshal([]string(l))
+	if err != nil {
+		return nil, err
+	}
+	return string(b), nil
+}
+
+// Scan implements sql.Scanner.
+func (l *stringList) Scan(src any) error {
+	var data []byte
+	switch v := src.(type) {
+	case nil:
+		*l = nil
+		return nil
+	case string:
+		data = []byte(v)
+	case []byte:
+		data = v
+	default:
+		return fmt.Errorf("storage: scan string list from %T", src)
+	}
+	var out []string
+	if err := json.Unmarshal(data, &out); err != nil {
+		return fmt.Errorf("storage: scan string list: %w", err)
+	}
+	if len(out) == 0 {
+		out = nil
+	}
+	*l = out
+	return nil
+}
+
+type clientModel struct {
+	ID                     string `gorm:"primaryKey"`
+	SecretHash             []byte
+	Name                   string
+	RedirectURIs           stringList `gorm:"column:redirect_uris"`
+	PostLogoutRedirectURIs stringList `gorm:"column:post_logout_redirect_uris"`
+	GrantTypes             stringList
+	ResponseTypes          stringList
+	Scopes                 stringList
+	Audience               stringList
+	Public                 bool
+	FirstParty             bool
+	IDTokenAlg             string    `gorm:"column:id_token_alg"`
+	CreatedAt              time.Time `gorm:"autoCreateTime:false"`
+	UpdatedAt              time.Time `gorm:"autoUpdateTime:false"`
+}
+
+func (clientModel) TableName() string { return "clients" }
+
+type userModel struct {
+	ID            string `gorm:"primaryKey"`
+	Email         string
+	EmailLower    string
+	EmailVerified bool
+	Name          string
+	PasswordHash  string
+	Role          string
+	Status        string
+	CreatedAt     time.Time `gorm:"autoCreateTime:false"`
+	UpdatedAt     time.Time `gorm:"autoUpdateTime:false"`
+}
+
+func (userModel) TableName() string { return "users" }
+
+type sessionModel struct {
+	IDHash    string `gorm:"primaryKey"`
+	UserID    string
+	Kind      string
+	Method    string
+	AuthTime  time.Time
+	CreatedAt time.Time `gorm:"autoCreateTime:false"`
+	ExpiresAt time.Time
+}
+
+func (sessionModel) TableName() string { return "sessions" }
+
+type authRequestModel struct {
+	IDHash      string `gorm:"primaryKey"`
+	ClientID    string
+	Form        string
+	RequestedAt time.Time
+	ExpiresAt   time.Time
+	UserID      string
+	AuthTime    *time.Time
+}
+
+func (authRequestModel) TableName() string { return "auth_requests" }
+
+// requestColumns are the columns every table holding a serialized fosite.Requester has.
+type requestColumns struct {
+	Signature         string `gorm:"primaryKey"`
+	RequestID         string
+	RequestedAt       time.Time
+	ClientID          string
+	Subject           string
+	RequestedScopes   stringList
+	GrantedScopes     stringList
+	RequestedAudience stringList
+	GrantedAudience   stringList
+	// Form is the request form, url.Values.Encode()d.
+	Form string
+	// SessionData is json.Marshal of the fosite session.
+	SessionData string
+	// ExpiresAt is nil for a row that expires only when deleted.
+	ExpiresAt *time.Time
+}
+
+// The fosite tables embed requestColumns through a named field: gorm ignores an embedded
+// field whose type is unexported.
+
+type authorizationCodeModel struct {
+	Request requestColumns `gorm:"embedded"`
+	Active  bool
+}
+
+func (authorizationCodeModel) TableName() string { return "authorization_codes" }
+
+type accessTokenModel struct {
+	Request requestColumns `gorm:"embedded"`
+}
+
+func (accessTokenModel) TableName() string { return "access_tokens" }
+
+type refreshTokenModel struct {
+	Request         requestColumns `gorm:"embedded"`
+	AccessSignature string
+	Active          bool
+}
+
+func (refreshTokenModel) TableName() string { return "refresh_tokens" }
+
+type pkceRequestModel struct {
+	Request requestColumns `gorm:"embedded"`
+}
+
+func (pkceRequestModel) TableName() string { return "pkce_requests" }
+
+type oidcSessionModel struct {
+	Request requestColumns `gorm:"embedded"`
+}
+
+func (oidcSessionModel) TableName() string { return "oidc_sessions" }
+
+type consentModel struct {
+	UserID    string `gorm:"primaryKey"`
+	ClientID  string `gorm:"primaryKey"`
+	Scopes    stringList
+	GrantedAt time.Time
+}
+
+func (consentModel) TableName() string { return "consents" }
+
+type signingKeyModel struct {
+	KID       string `gorm:"column:kid;primaryKey"`
+	Algorithm string
+	Sealed    []byte
+	CreatedAt time.Time `gorm:"autoCreateTime:false"`
+	RetiredAt *time.Time
+}
+
+func (signingKeyModel) TableName() string { return "signing_keys" }
+
+type clientAssertionJTIModel struct {
+	JTI       string `gorm:"column:jti;primaryKey"`
+	ExpiresAt time.Time
+}
+
+func (clientAssertionJTIModel) TableName() string { return "client_assertion_jtis" }
+
+// timeUTC returns a time read from the database in UTC.
+func timeUTC(t time.Time) time.Time { return t.UTC() }
+
+// timePtrUTC is timeUTC for optional times.
+func timePtrUTC(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}

@@ -1,0 +1,470 @@
+package storagetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gatehouse-id/gatehouse/publicauth"
+	"github.com/gatehouse-id/gatehouse/storage"
+	"github.com/ory/fosite"
+)
+
+func testMigrateIdempotent(t *testing.T, s *storage.Store) {
+	ctx := context.Background()
+	mustCreateClient(t, s, "kept")
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Go(func() { errs[i] = s.Migrate(ctx) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		checkErr(t, fmt.Sprintf("Migrate #%d", i), err, nil)
+	}
+	if _, err := s.ClientByID(ctx, "kept"); err != nil {
+		t.Errorf("ClientByID after re-migration: got error %v, want the client kept", err)
+	}
+	checkErr(t, "Ping", s.Ping(ctx), nil)
+}
+
+func testClientRoundTrip(t *testing.T, s *storage.Store) {
+	ctx := context.Background()
+	want := mustCreateClient(t, s, "app")
+	got, err := s.ClientByID(ctx, "app")
+	mustNoErr(t, "ClientByID", err)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("ClientByID:\ngot  %+v\nwant %+v", got, want)
+	}
+	fc, err := s.GetClient(ctx, "app")
+	mustNoErr(t, "GetClient", err)
+	if !reflect.DeepEqual(fc, want) {
+		t.Errorf("GetClient:\ngot  %+v\nwant %+v", fc, want)
+	}
+
+	public := &storage.Client{ID: "spa", Public: true}
+	mustNoErr(t, "CreateClient(public)", s.CreateClient(ctx, public))
+	if public.CreatedAt.IsZero() || public.UpdatedAt.IsZero() {
+		t.Errorf("got CreatedAt %v, UpdatedAt %v, want both set by CreateClient", public.CreatedAt, public.UpdatedAt)
+	}
+	got, err = s.ClientByID(ctx, "spa")
+	mustNoErr(t, "ClientByID(spa)", err)
+	if !got.Public || got.SecretHash != nil || got.RedirectURIs != nil {
+		t.Errorf("got %+v, want a public client without secret and redirect URIs", got)
+	}
+	if !got.CreatedAt.Equal(public.CreatedAt) {
+		t.Errorf("got CreatedAt %v, want %v", got.CreatedAt, public.CreatedAt)
+	}
+}
+
+func testClientCreateTwice(t *testing.T, s *storage.Store) {
+	ctx := context.Background()
+	mustCreateClient(t, s, "app")
+	checkErr(t, "CreateClient twice", s.CreateClient(ctx, newClient("app")), storage.ErrConflict)
+}
+
+func testListClients(t *testing.T, s *storage.Store) {
+	ctx := context.Background()
+	base := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		id      string
+		created time.Time
+	}{
+		{"c", base.Add(time.Hour)},
+		{"b", base},
+		{"a", base.Add(time.Hour)},
+		{"d", base.Add(-time.Hour)},
+	} {
+		cl := newClient(c.id)
+		cl.CreatedAt = c.created
+		mustNoErr(t, "CreateClient", s.CreateClient(ctx, cl))
+	}
+	list, err := s.ListClients(ctx)
+	mustNoErr(t, "ListClients", err)
+	var got []string
+	for _, c := range list {
+		got = append(got, c.ID)
+	}
+	if want := []string{"d", "b", "a", "c"}; !slices.Equal(got, want) {
+		t.Errorf("got order %q, want %q", got, want)
+	}
+}
+
+func testMissingRows(t *testing.T, s *storage.Store) {
+	ctx := context.Background()
+	mustCreateClient(t, s, "app")
+	mustCreateUser(t, s, "someone@example.com")
+	cases := []struct {
+		name string
+		call func() error
+		want error
+	}{
+		{"ClientByID", func() error { _, err := s.ClientByID(ctx, "nope"); return err }, storage.ErrNotFound},
+		{"DeleteClient", func() error { return s.DeleteClient(ctx, "nope") }, storage.ErrNotFound},
+		{"GetClient", func() error { _, err := s.GetClient(ctx, "nope"); return err }, fosite.ErrNotFound},
+		{"UserByID", func() error { _, err := s.UserByID(ctx, "nope"); return err }, publicauth.ErrUserNotFound},
+		{"UserByEmail", func() error { _, err := s.UserByEmail(ctx, "nope@example.com"); return err }, publicauth.ErrUserNotFound},
+		{"UpdateUser", func() error { return s.UpdateUser(ctx, newUser("ghost@example.com")) }, publicauth.ErrUserNotFound},
+		{"SessionByIDHash", func() error { _, err := s.SessionByIDHash(ctx, "nope", t0); return err }, publicauth.ErrSessionNotFound},
+		{"DeleteSession", func() error { return s.DeleteSession(ctx, "nope") }, nil},
+		{"CreateSession unknown user", func() error {
+			return s.CreateSession(ctx, &publicauth.Session{IDHash: "h", UserID: "nope", Kind: publicauth.SessionPublic, ExpiresAt: t0})
+		}, publicauth.ErrUserNotFound},
+		{"AuthRequestByIDHash", func() error { _, err := s.AuthRequestByIDHash(ctx, "nope", t0); return err }, storage.ErrNotFound},
+		{"CompleteAuthRequestLogin", func() error { return s.CompleteAuthRequestLogin(ctx, "nope", "u", t0) }, storage.ErrNotFound},
+		{"DeleteAuthRequest", func() error { return s.DeleteAuthRequest(ctx, "nope") }, nil},
+		{"CreateAuthRequest unknown client", func() error {
+			return s.CreateAuthRequest(ctx, &storage.AuthRequest{IDHash: "h", ClientID: "nope", ExpiresAt: t0})
+		}, storage.ErrNotFound},
+		{"ConsentFor", func() error { _, err := s.ConsentFor(ctx, "user-someone@example.com", "app"); return err }, storage.ErrNotFound},
+		{"SaveConsent unknown client", func() error {
+			return s.SaveConsent(ctx, &storage.Consent{UserID: "user-someone@example.com", ClientID: "nope"})
+		}, storage.ErrNotFound},
+		{"GetAuthorizeCodeSession", func() error { _, err := s.GetAuthorizeCodeSession(ctx, "nope", newSession()); return err }, fosite.ErrNotFound},
+		{"InvalidateAuthorizeCodeSession", func() error { return s.InvalidateAuthorizeCodeSession(ctx, "nope") }, fosite.ErrNotFound},
+		{"GetAccessTokenSession", func() error { _, err := s.GetAccessTokenSession(ctx, "nope", newSession()); return err }, fosite.ErrNotFound},
+		{"DeleteAccessTokenSession", func() error { return s.DeleteAccessTokenSession(ctx, "nope") }, nil},
+		{"RevokeAccessToken", func() error { return s.RevokeAccessToken(ctx, "nope") }, nil},
+		{"GetRefreshTokenSession", func() error { _, err := s.GetRefreshTokenSession(ctx, "nope", newSession()); return err }, fosite.ErrNotFound},
+		{"RotateRefreshToken", func() error { return s.RotateRefreshToken(ctx, "nope", "nope") }, fosite.ErrNotFound},
+		{"RevokeRefreshToken", func() error { return s.RevokeRefreshToken(ctx, "nope") }, nil},
+		{"DeleteRefreshTokenSession", func() error { return s.DeleteRefreshTokenSession(ctx, "nope") }, nil},
+		{"GetPKCERequestSession", func() error { _, err := s.GetPKCERequestSession(ctx, "nope", newSession()); return err }, fosite.ErrNotFound},
+		{"GetOpenIDConnectSession", func() error {
+			_, err := s.GetOpenIDConnectSession(ctx, "nope", &fosite.Request{Session: newSession()})
+			return err
+		}, fosite.ErrNotFound},
+		{"ClientAssertionJWTValid", func() error { return s.ClientAssertionJWTValid(ctx, "nope") }, nil},
+		{"RevokeTokensOf", func() error { return s.RevokeTokensOf(ctx, "nope", "nope") }, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			checkErr(t, c.name, c.call(), c.want)
+		})
+	}
+}
+
+func testUserEmailCaseInsensitive(t *testing.T, s *storage.Store) {
+	ctx := context.Background()
+	alice := mustCreateUser(t, s, "Alice@Example.COM")
+	for _, email := range []string{"alice@example.com", "ALICE@EXAMPLE.COM", "Alice@Example.COM"} {
+		got, err := s.UserByEmail(ctx, email)
+		if err != nil {
+			t.Errorf("UserByEmail(%q): got error %v, want alice", email, err)
+			continue
+		}
+		if got.ID != alice.ID || got.Email != "Alice@Example.COM" {
+			t.Errorf("UserByEmail(%q): got %q <%s>, want %q <Alice@Example.COM>", email, got.ID, got.Email, alice.ID)
+		}
+	}
+	dup := newUser("aLiCe@example.com")
+	dup.ID = "another-id"
+	checkErr(t, "CreateUser with the same email in other case", s.CreateUser(ctx, dup), publicauth.ErrEmailTaken)
+
+	sameID := newUser("bob@example.com")
+	sameID.ID = alice.ID
+	checkErr(t, "CreateUser with an existing id", s.CreateUser(ctx, sameID), storage.ErrConflict)
+
+	got, err := s.UserByID(ctx, alice.ID)
+	mustNoErr(t, "UserByID", err)
+	if !reflect.DeepEqual(got, alice) {
+		t.Errorf("UserByID:\ngot  %+v\nwant %+v", got, alice)
+	}
+}
+
+func testUserUpdate(t *testing.T, s *storage.Store) {
+	ctx := context.Background()
+	mustCreateUser(t, s, "taken@example.com")
+	u := mustCreateUser(t, s, "carol@example.com")
+	created := u.CreatedAt
+
+	u.Email = "TAKEN@example.com"
+	checkErr(t, "UpdateUser to a taken email", s.UpdateUser(ctx, u), publicauth.ErrEmailTaken)
+
+	u.Email = "Carol.New@Example.com"
+	u.Name = "Carol"
+	u.Role = publicauth.RoleAdmin
+	u.Status = publicauth.StatusDisabled
+	u.EmailVerified = false
+	u.PasswordHash = ""
+	mustNoErr(t, "UpdateUser", s.UpdateUser(ctx, u))
+	if since := time.Since(u.UpdatedAt); since < 0 || since > time.Minute {
+		t.Errorf("got UpdatedAt %v, want now", u.UpdatedAt)
+	}
+	got, err := s.UserByEmail(ctx, "carol.new@example.com")
+	mustNoErr(t, "UserByEmail(new email)", err)
+	want := *u
+	want.CreatedAt = created
+	if !reflect.DeepEqual(got, &want) {
+		t.Errorf("after UpdateUser:\ngot  %+v\nwant %+v", got, &want)
+	}
+	if _, err := s.UserByEmail(ctx, "carol@example.com"); !errors.Is(err, publicauth.ErrUserNotFound) {
+		t.Errorf("UserByEmail(old email): got error %v, want %v", err, publicauth.ErrUserNotFound)
+	}
+}
+
+// testTimeZones stores times given in a zone other than UTC and expects the same instants
+// back, in UTC.
+func testTimeZones(t *testing.T, s *storage.Store) {
+	ctx := context.Background()
+	in := time.Date(2031, 5, 6, 7, 8, 9, 123456000, otherZone)
+	user := mustCreateUser(t, s, "tz@example.com")
+	cases := []struct {
+		name string
+		// roundTrip stores in and returns the times read back.
+		roundTrip func(t *testing.T) []time.Time
+	}{
+		{"client", func(t *testing.T) []time.Time {
+			c := newClient("tz")
+			c.CreatedAt, c.UpdatedAt = in, in
+			mustNoErr(t, "CreateClient", s.CreateClient(ctx, c))
+			got, err := s.ClientByID(ctx, "tz")
+			mustNoErr(t, "ClientByID", err)
+			return []time.Time{got.CreatedAt, got.UpdatedAt}
+		}},
+		{"user", func(t *testing.T) []time.Time {
+			u := newUser("tz2@example.com")
+			u.CreatedAt, u.UpdatedAt = in, in
+			mustNoErr(t, "CreateUser", s.CreateUser(ctx, u))
+			got, err := s.UserByID(ctx, u.ID)
+			mustNoErr(t, "UserByID", err)
+			return []time.Time{got.CreatedAt, got.UpdatedAt}
+		}},
+		{"session", func(t *testing.T) []time.Time {
+			sess := &publicauth.Session{IDHash: "tz", UserID: user.ID, Kind: publicauth.SessionPublic,
+				Method: publicauth.MethodPassword, AuthTime: in, CreatedAt: in, ExpiresAt: in.Add(time.Hour)}
+			mustNoErr(t, "CreateSession", s.CreateSession(ctx, sess))
+			got, err := s.SessionByIDHash(ctx, "tz", in)
+			mustNoErr(t, "SessionByIDHash", err)
+			return []time.Time{got.AuthTime, got.CreatedAt, got.ExpiresAt.Add(-time.Hour)}
+		}},
+		{"auth request", func(t *testing.T) []time.Time {
+			mustCreateClient(t, s, "tz-ar")
+			r := &storage.AuthRequest{IDHash: "tz", ClientID: "tz-ar", Form: "a=b", RequestedAt: in, ExpiresAt: in.Add(time.Hour)}
+			mustNoErr(t, "CreateAuthRequest", s.CreateAuthRequest(ctx, r))
+			mustNoErr(t, "CompleteAuthRequestLogin", s.CompleteAuthRequestLogin(ctx, "tz", user.ID, in))
+			got, err := s.AuthRequestByIDHash(ctx, "tz", in)
+			mustNoErr(t, "AuthRequestByIDHash", err)
+			if got.AuthTime == nil {
+				t.Fatalf("got AuthTime nil, want %v", in)
+			}
+			return []time.Time{got.RequestedAt, got.ExpiresAt.Add(-time.Hour), *got.AuthTime}
+		}},
+		{"consent", func(t *testing.T) []time.Time {
+			mustCreateClient(t, s, "tz-consent")
+			mustNoErr(t, "SaveConsent", s.SaveConsent(ctx, &storage.Consent{UserID: user.ID, ClientID: "tz-consent", Scopes: []string{"openid"}, GrantedAt: in}))
+			got, err := s.ConsentFor(ctx, user.ID, "tz-consent")
+			mustNoErr(t, "ConsentFor", err)
+			return []time.Time{got.GrantedAt}
+		}},
+		{"signing key", func(t *testing.T) []time.Time {
+			mustNoErr(t, "AddSigningKey", s.AddSigningKey(ctx, &storage.SigningKey{KID: "tz-1", Algorithm: "RS256", Sealed: []byte("x"), CreatedAt: in.Add(-time.Hour)}))
+			mustNoErr(t, "AddSigningKey", s.AddSigningKey(ctx, &storage.SigningKey{KID: "tz-2", Algorithm: "RS256", Sealed: []byte("y"), CreatedAt: in}))
+			keys, err := s.SigningKeys(ctx)
+			mustNoErr(t, "SigningKeys", err)
+			if len(keys) != 2 || keys[0].RetiredAt == nil {
+				t.Fatalf("got keys %+v, want tz-1 retired and tz-2", keys)
+			}
+			return []time.Time{keys[0].CreatedAt.Add(time.Hour), *keys[0].RetiredAt, keys[1].CreatedAt}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for i, got := range c.roundTrip(t) {
+				if !got.Equal(in) || got.Location() != time.UTC {
+					t.Errorf("time #%d: got %v (%v), want %v in UTC", i, got, got.Location(), in.UTC())
+				}
+			}
+		})
+	}
+}
+
+func testSessionExpiry(t *testing.T, s *storage.Store) {
+	ctx := context.Background()
+	u := mustCreateUser(t, s, "dave@example.com")
+	want := &publicauth.Session{
+		IDHash: "hash-1", UserID: u.ID, Kind: publicauth.SessionAdmin, Method: publicauth.MethodPassword,
+		AuthTime: t0.Add(-time.Minute), CreatedAt: t0, ExpiresAt: t0.Add(time.Hour),
+	}
+	mustNoErr(t, "CreateSession", s.CreateSession(ctx, want))
+	checkErr(t, "CreateSession twice", s.CreateSession(ctx, want), storage.ErrConflict)
+	for _, c := range []struct {
+		name string
+		now  time.Time
+		want error
+	}{
+		{"before expiry", t0, nil},
+		{"a microsecond before expiry", t0.Add(time.Hour - time.Microsecond), nil},
+		{"at expiry", t0.Add(time.Hour), publicauth.ErrSessionNotFound},
+		{"after expiry", t0.Add(2 * time.Hour), publicauth.ErrSessionNotFound},
+	} {
+		got, err := s.SessionByIDHash(ctx, "hash-1", c.now)
+		checkErr(t, "SessionByIDHash "+c.name, err, c.want)
+		if c.want == nil && err == nil && !reflect.DeepEqual(got, want) {
+			t.Errorf("SessionByIDHash %s:\ngot  %+v\nwant %+v", c.name, got, want)
+		}
+	}
+
+	second := *want
+	second.IDHash = "hash-2"
+	second.CreatedAt = time.Time{}
+	mustNoErr(t, "CreateSession(second)", s.CreateSession(ctx, &second))
+	if second.CreatedAt.IsZero() {
+		t.Errorf("got CreatedAt zero, want it set by CreateSession")
+	}
+	mustNoErr(t, "DeleteSession", s.DeleteSession(ctx, "hash-1"))
+	_, err := s.SessionByIDHash(ctx, "hash-1", t0)
+	checkErr(t, "SessionByIDHash after DeleteSession", err, publicauth.ErrSessionNotFound)
+	_, err = s.SessionByIDHash(ctx, "hash-2", t0)
+	checkErr(t, "SessionByIDHash of the other session", err, nil)
+	mustNoErr(t, "DeleteUserSessions", s.DeleteUserSessions(ctx, u.ID))
+	_, err = s.SessionByIDHash(ctx, "hash-2", t0)
+	checkErr(t, "SessionByIDHash after DeleteUserSessions", err, publicauth.ErrSessionNotFound)
+}
+
+func testAuthRequest(t *testing.T, s *storage.Store) {
+	ctx := context.Background()
+	mustCreateClient(t, s, "app")
+	want := &storage.AuthRequest{
+		IDHash: "ar-1", ClientID: "app", Form: "client_id=app&response_type=code&state=xyz",
+		RequestedAt: t0, ExpiresAt: t0.Add(10 * time.Minute),
+	}
+	mustNoErr(t, "CreateAuthRequest", s.CreateAuthRequest(ctx, want))
+	checkErr(t, "CreateAuthRequest twice", s.CreateAuthRequest(ctx, want), storage.ErrConflict)
+
+	got, err := s.AuthRequestByIDHash(ctx, "ar-1", t0)
+	mustNoErr(t, "AuthRequestByIDHash", err)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("AuthRequestByIDHash:\ngot  %+v\nwant %+v", got, want)
+	}
+	_, err = s.AuthRequestByIDHash(ctx, "ar-1", t0.Add(10*time.Minute))
+	checkErr(t, "AuthRequestByIDHash at expiry", err, storage.ErrNotFound)
+
+	authTime := t0.Add(time.Minute)
+	mustNoErr(t, "CompleteAuthRequestLogin", s.CompleteAuthRequestLogin(ctx, "ar-1", "user-1", authTime))
+	got, err = s.AuthRequestByIDHash(ctx, "ar-1", t0)
+	mustNoErr(t, "AuthRequestByIDHash after login", err)
+	if got.UserID != "user-1" || got.AuthTime == nil || !got.AuthTime.Equal(authTime) {
+		t.Errorf("got user %q auth time %v, want user-1 at %v", got.UserID, got.AuthTime, authTime)
+	}
+	mustNoErr(t, "DeleteAuthRequest", s.DeleteAuthRequest(ctx, "ar-1"))
+	_, err = s.AuthRequestByIDHash(ctx, "ar-1", t0)
+	checkErr(t, "AuthRequestByIDHash after delete", err, storage.ErrNotFound)
+}
+
+func testConsentUpsert(t *testing.T, s *storage.Store) {
+	ctx := context.Background()
+	mustCreateClient(t, s, "app")
+	u := mustCreateUser(t, s, "erin@example.com")
+	first := &storage.Consent{UserID: u.ID, ClientID: "app", Scopes: []string{"openid"}, GrantedAt: t0}
+	mustNoErr(t, "SaveConsent", s.SaveConsent(ctx, first))
+	second := &storage.Consent{UserID: u.ID, ClientID: "app", Scopes: []string{"openid", "email"}, GrantedAt: t0.Add(time.Hour)}
+	mustNoErr(t, "SaveConsent again", s.SaveConsent(ctx, second))
+	got, err := s.ConsentFor(ctx, u.ID, "app")
+	mustNoErr(t, "ConsentFor", err)
+	if !reflect.DeepEqual(got, second) {
+		t.Errorf("ConsentFor:\ngot  %+v\nwant %+v", got, second)
+	}
+}
+
+func testConcurrentSaveConsent(t *testing.T, s *storage.Store) {
+	ctx := context.Background()
+	mustCreateClient(t, s, "app")
+	u := mustCreateUser(t, s, "frank@example.com")
+	const n = 10
+	errs := make([]error, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			errs[i] = s.SaveConsent(ctx, &storage.Consent{
+				UserID: u.ID, ClientID: "app", Scopes: []string{"openid", fmt.Sprintf("scope-%d", i)}, GrantedAt: t0,
+			})
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("SaveConsent #%d: got error %v, want none", i, err)
+		}
+	}
+	got, err := s.ConsentFor(ctx, u.ID, "app")
+	mustNoErr(t, "ConsentFor", err)
+	if len(got.Scopes) != 2 || got.Scopes[0] != "openid" {
+		t.Errorf("got scopes %q, want those of one of the saves", got.Scopes)
+	}
+}
+
+func testConcurrentCreateUser(t *testing.T, s *storage.Store) {
+	ctx := context.Background()
+	emails := []string{
+		"race@example.com", "Race@example.com", "RACE@example.com", "race@Example.com", "race@EXAMPLE.COM",
+		"rAce@example.com", "raCe@example.com", "racE@example.com", "RaCe@ExAmPlE.cOm", "rACE@example.COM",
+	}
+	errs := make([]error, len(emails))
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, email := range emails {
+		wg.Go(func() {
+			<-start
+			u := newUser(email)
+			u.ID = fmt.Sprintf("racer-%d", i)
+			errs[i] = s.CreateUser(ctx, u)
+		})
+	}
+	close(start)
+	wg.Wait()
+	created := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			created++
+		case !errors.Is(err, publicauth.ErrEmailTaken):
+			t.Errorf("CreateUser #%d: got error %v, want nil or %v", i, err, publicauth.ErrEmailTaken)
+		}
+	}
+	if created != 1 {
+		t.Errorf("got %d users created, want exactly 1", created)
+	}
+}
+
+func testSigningKeyRotation(t *testing.T, s *storage.Store) {
+	ctx := context.Background()
+	add := func(kid, alg string, created time.Time) {
+		t.Helper()
+		mustNoErr(t, "AddSigningKey("+kid+")", s.AddSigningKey(ctx, &storage.SigningKey{
+			KID: kid, Algorithm: alg, Sealed: []byte("sealed-" + kid), CreatedAt: created,
+		}))
+	}
+	add("rsa-1", "RS256", t0)
+	add("ec-1", "ES256", t0)
+	add("rsa-2", "RS256", t0.Add(time.Hour))
+	checkErr(t, "AddSigningKey with a known kid",
+		s.AddSigningKey(ctx, &storage.SigningKey{KID: "rsa-2", Algorithm: "RS256", Sealed: []byte("z"), CreatedAt: t0.Add(2 * time.Hour)}),
+		storage.ErrConflict)
+
+	keys, err := s.SigningKeys(ctx)
+	mustNoErr(t, "SigningKeys", err)
+	retiredAt := t0.Add(time.Hour)
+	want := []*storage.SigningKey{
+		{KID: "ec-1", Algorithm: "ES256", Sealed: []byte("sealed-ec-1"), CreatedAt: t0},
+		{KID: "rsa-1", Algorithm: "RS256", Sealed: []byte("sealed-rsa-1"), CreatedAt: t0, RetiredAt: &retiredAt},
+		{KID: "rsa-2", Algorithm: "RS256", Sealed: []byte("sealed-rsa-2"), CreatedAt: t0.Add(time.Hour)},
+	}
+	if !reflect.DeepEqual(keys, want) {
+		t.Errorf("SigningKeys:")
+		for _, k := range keys {
+			t.Errorf("got  %+v (retired %v)", k, k.RetiredAt)
+		}
+		for _, k := range want {
+			t.Errorf("want %+v (retired %v)", k, k.RetiredAt)
+		}
+	}
+}

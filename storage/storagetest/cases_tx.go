@@ -1,0 +1,234 @@
+package storagetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/gatehouse-id/gatehouse/publicauth"
+	"github.com/gatehouse-id/gatehouse/storage"
+	"github.com/ory/fosite"
+	"github.com/ory/fosite/handler/openid"
+)
+
+func testTransactions(t *testing.T, s *storage.Store) {
+	bg := context.Background()
+	exists := func(t *testing.T, id string) bool {
+		t.Helper()
+		_, err := s.ClientByID(bg, id)
+		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+			t.Fatalf("ClientByID(%q): %v", id, err)
+		}
+		return err == nil
+	}
+	cases := []struct {
+		name string
+		// run writes clients inside transactions and returns which ids must exist after.
+		run func(t *testing.T) map[string]bool
+	}{
+		{"rollback discards writes", func(t *testing.T) map[string]bool {
+			ctx, err := s.BeginTX(bg)
+			mustNoErr(t, "BeginTX", err)
+			mustNoErr(t, "CreateClient", s.CreateClient(ctx, newClient("rolled-back")))
+			if _, err := s.ClientByID(ctx, "rolled-back"); err != nil {
+				t.Errorf("ClientByID inside the transaction: got error %v, want the client", err)
+			}
+			mustNoErr(t, "Rollback", s.Rollback(ctx))
+			return map[string]bool{"rolled-back": false}
+		}},
+		{"commit keeps writes", func(t *testing.T) map[string]bool {
+			ctx, err := s.BeginTX(bg)
+			mustNoErr(t, "BeginTX", err)
+			mustNoErr(t, "CreateClient", s.CreateClient(ctx, newClient("committed")))
+			mustNoErr(t, "Commit", s.Commit(ctx))
+			return map[string]bool{"committed": true}
+		}},
+		{"nested rollback undoes only the nested writes", func(t *testing.T) map[string]bool {
+			outer, err := s.BeginTX(bg)
+			mustNoErr(t, "BeginTX", err)
+			mustNoErr(t, "CreateClient(outer)", s.CreateClient(outer, newClient("outer")))
+			inner, err := s.BeginTX(outer)
+			mustNoErr(t, "nested BeginTX", err)
+			mustNoErr(t, "CreateClient(inner)", s.CreateClient(inner, newClient("inner")))
+			mustNoErr(t, "nested Rollback", s.Rollback(inner))
+			mustNoErr(t, "CreateClient(after)", s.CreateClient(outer, newClient("after")))
+			mustNoErr(t, "Commit", s.Commit(outer))
+			return map[string]bool{"outer": true, "inner": false, "after": true}
+		}},
+		{"nested commit is undone by the outer rollback", func(t *testing.T) map[string]bool {
+			outer, err := s.BeginTX(bg)
+			mustNoErr(t, "BeginTX", err)
+			inner, err := s.BeginTX(outer)
+			mustNoErr(t, "nested BeginTX", err)
+			mustNoErr(t, "CreateClient(inner)", s.CreateClient(inner, newClient("inner-committed")))
+			mustNoErr(t, "nested Commit", s.Commit(inner))
+			mustNoErr(t, "Rollback", s.Rollback(outer))
+			return map[string]bool{"inner-committed": false}
+		}},
+		{"a failed write inside a transaction leaves it usable", func(t *testing.T) map[string]bool {
+			mustCreateClient(t, s, "existing")
+			ctx, err := s.BeginTX(bg)
+			mustNoErr(t, "BeginTX", err)
+			checkErr(t, "CreateClient(duplicate)", s.CreateClient(ctx, newClient("existing")), storage.ErrConflict)
+			mustNoErr(t, "CreateClient(after the conflict)", s.CreateClient(ctx, newClient("after-conflict")))
+			mustNoErr(t, "Commit", s.Commit(ctx))
+			return map[string]bool{"existing": true, "after-conflict": true}
+		}},
+		{"fosite writes roll back", func(t *testing.T) map[string]bool {
+			client := mustCreateClient(t, s, "fosite-client")
+			ctx, err := s.BeginTX(bg)
+			mustNoErr(t, "BeginTX", err)
+			mustNoErr(t, "CreateAccessTokenSession", s.CreateAccessTokenSession(ctx, "at-tx", newRequest(t, client, "u", t0)))
+			mustNoErr(t, "Rollback", s.Rollback(ctx))
+			_, err = s.GetAccessTokenSession(bg, "at-tx", newSession())
+			checkErr(t, "GetAccessTokenSession after rollback", err, fosite.ErrNotFound)
+			return map[string]bool{"fosite-client": true}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for id, want := range c.run(t) {
+				if got := exists(t, id); got != want {
+					t.Errorf("client %q exists: got %v, want %v", id, got, want)
+				}
+			}
+		})
+	}
+
+	t.Run("commit or rollback without a transaction fails", func(t *testing.T) {
+		if err := s.Commit(bg); err == nil {
+			t.Errorf("Commit without BeginTX: got no error, want one")
+		}
+		if err := s.Rollback(bg); err == nil {
+			t.Errorf("Rollback without BeginTX: got no error, want one")
+		}
+	})
+}
+
+// seedExpiringRows creates, in every expiring table, three rows that expired before t0 and
+// one that expires just after it, plus a refresh token without expiry ("forever"). It
+// returns the keys of the expired rows and of the live one.
+func seedExpiringRows(t *testing.T, s *storage.Store) (expired []string, live string) {
+	t.Helper()
+	ctx := context.Background()
+	client := mustCreateClient(t, s, "app")
+	user := mustCreateUser(t, s, "hank@example.com")
+	seed := func(key string, exp time.Time) {
+		t.Helper()
+		req := newRequest(t, client, user.ID, exp)
+		for _, k := range fositeKinds() {
+			mustNoErr(t, "create "+k.name, k.create(s, ctx, key, req))
+		}
+		mustNoErr(t, "CreateSession", s.CreateSession(ctx, &publicauth.Session{
+			IDHash: key, UserID: user.ID, Kind: publicauth.SessionPublic, AuthTime: exp, ExpiresAt: exp,
+		}))
+		mustNoErr(t, "CreateAuthRequest", s.CreateAuthRequest(ctx, &storage.AuthRequest{IDHash: key, ClientID: "app", ExpiresAt: exp}))
+		mustNoErr(t, "SetClientAssertionJWT", s.SetClientAssertionJWT(ctx, key, exp))
+	}
+	for i := range 3 {
+		key := fmt.Sprintf("expired-%d", i)
+		seed(key, t0.Add(-time.Duration(i+1)*time.Hour))
+		expired = append(expired, key)
+	}
+	live = "live"
+	seed(live, t0.Add(time.Microsecond))
+
+	forever := newRequest(t, client, user.ID, t0)
+	delete(forever.Session.(*openid.DefaultSession).ExpiresAt, fosite.RefreshToken)
+	mustNoErr(t, "create refresh token without expiry", s.CreateRefreshTokenSession(ctx, "forever", "none", forever))
+	return expired, live
+}
+
+// expiringTablesSeeded is how many tables seedExpiringRows fills per key.
+const expiringTablesSeeded = 8
+
+// checkRowsExist checks whether every row seedExpiringRows created under key exists.
+func checkRowsExist(t *testing.T, s *storage.Store, key string, want bool) {
+	t.Helper()
+	ctx := context.Background()
+	// Read as of long before any expiry, so only deletion hides a row.
+	before := t0.Add(-24 * time.Hour)
+	wantErr := func(missing error) error {
+		if want {
+			return nil
+		}
+		return missing
+	}
+	for _, k := range fositeKinds() {
+		_, err := k.get(s, ctx, key, newSession())
+		checkErr(t, k.name+" "+key, err, wantErr(fosite.ErrNotFound))
+	}
+	_, err := s.SessionByIDHash(ctx, key, before)
+	checkErr(t, "session "+key, err, wantErr(publicauth.ErrSessionNotFound))
+	_, err = s.AuthRequestByIDHash(ctx, key, before)
+	checkErr(t, "auth request "+key, err, wantErr(storage.ErrNotFound))
+	// Every seeded jti expires after the real clock's now, so a stored one is known.
+	err = s.ClientAssertionJWTValid(ctx, key)
+	if known := errors.Is(err, fosite.ErrJTIKnown); known != want {
+		t.Errorf("client assertion jti %s: got error %v, want known = %v", key, err, want)
+	}
+}
+
+func testDeleteExpired(t *testing.T, s *storage.Store) {
+	ctx := context.Background()
+	expired, live := seedExpiringRows(t, s)
+
+	n, err := s.DeleteExpired(ctx, t0, 2)
+	mustNoErr(t, "DeleteExpired", err)
+	if want := int64(len(expired) * expiringTablesSeeded); n != want {
+		t.Errorf("DeleteExpired: got %d rows deleted, want %d", n, want)
+	}
+	for _, key := range expired {
+		checkRowsExist(t, s, key, false)
+	}
+	checkRowsExist(t, s, live, true)
+	_, err = s.GetRefreshTokenSession(ctx, "forever", newSession())
+	checkErr(t, "refresh token without expiry", err, nil)
+
+	n, err = s.DeleteExpired(ctx, t0, 0)
+	mustNoErr(t, "DeleteExpired again", err)
+	if n != 0 {
+		t.Errorf("DeleteExpired again: got %d rows deleted, want 0", n)
+	}
+}
+
+func testJanitor(t *testing.T, s *storage.Store) {
+	expired, live := seedExpiringRows(t, s)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.RunJanitor(ctx, 10*time.Millisecond, 2, func() time.Time { return t0 }, nil)
+	}()
+	// The janitor sweeps client_assertion_jtis last: once every expired jti is gone, a sweep
+	// has completed.
+	jtisLeft := func() bool {
+		for _, key := range expired {
+			if s.ClientAssertionJWTValid(context.Background(), key) != nil {
+				return true
+			}
+		}
+		return false
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for jtisLeft() {
+		if time.Now().After(deadline) {
+			cancel()
+			<-done
+			t.Fatalf("janitor did not delete the expired rows within 10s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("RunJanitor did not return after its context was cancelled")
+	}
+	for _, key := range expired {
+		checkRowsExist(t, s, key, false)
+	}
+	checkRowsExist(t, s, live, true)
+}

@@ -1,0 +1,48 @@
+package storagetest
+
+import (
+	"testing"
+
+	"github.com/gatehouse-id/gatehouse/storage"
+)
+
+// Run runs every storage case as a subtest of t, each on a fresh store from open.
+func Run(t *testing.T, open func(t *testing.T) *storage.Store) {
+	t.Helper()
+	cases := []struct {
+		name string
+		run  func(t *testing.T, s *storage.Store)
+	}{
+		{"MigrateIsIdempotent", testMigrateIdempotent},
+		{"ClientRoundTrip", testClientRoundTrip},
+		{"ClientCreateTwiceConflicts", testClientCreateTwice},
+		{"ListClientsOrdered", testListClients},
+		{"MissingRows", testMissingRows},
+		{"UserEmailCaseInsensitive", testUserEmailCaseInsensitive},
+		{"UserUpdate", testUserUpdate},
+		{"TimeZonesStoredUTC", testTimeZones},
+		{"SessionExpiry", testSessionExpiry},
+		{"AuthRequestExpiryAndLogin", testAuthRequest},
+		{"DeleteExpired", testDeleteExpired},
+		{"Janitor", testJanitor},
+		{"Transactions", testTransactions},
+		{"FositeRequestRoundTrip", testFositeRoundTrip},
+		{"AuthorizeCodeInvalidation", testCodeInvalidation},
+		{"ConcurrentCodeInvalidation", testConcurrentCodeInvalidation},
+		{"AccessTokenRevocation", testAccessTokenRevocation},
+		{"RefreshRotationAndFamilyRevocation", testRefreshRotation},
+		{"ConcurrentRefreshRotation", testConcurrentRefreshRotation},
+		{"ClientAssertionJTI", testClientAssertionJTI},
+		{"ConsentUpsert", testConsentUpsert},
+		{"ConcurrentSaveConsent", testConcurrentSaveConsent},
+		{"ConcurrentCreateUser", testConcurrentCreateUser},
+		{"SigningKeyRotation", testSigningKeyRotation},
+		{"DeleteClientCascades", testDeleteClientCascade},
+		{"RevokeTokensOf", testRevokeTokensOf},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.run(t, open(t))
+		})
+	}
+}

@@ -1,0 +1,145 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"gorm.io/gorm"
+)
+
+// errNoTransaction is returned by Commit and Rollback on a context BeginTX did not return.
+var errNoTransaction = errors.New("storage: no transaction in context")
+
+// txKey is the context key of the transaction BeginTX starts.
+type txKey struct{}
+
+// txState is what BeginTX stores on the context.
+type txState struct {
+	// store is the Store that began the transaction; another Store ignores it.
+	store *Store
+	tx    *gorm.DB
+	// savepoint names the savepoint of a nested BeginTX; empty for the outermost one.
+	savepoint string
+	depth     int
+}
+
+func (s *Store) txFrom(ctx context.Context) *txState {
+	st, _ := ctx.Value(txKey{}).(*txState)
+	if st == nil || st.store != s {
+		return nil
+	}
+	return st
+}
+
+// BeginTX starts a transaction and returns a context carrying it; every method of s called
+// with that context (or one derived from it) runs inside the transaction until Commit or
+// Rollback. It implements fosite's storage.Transactional.
+//
+// On SQLite the transaction takes the write lock at once (BEGIN IMMEDIATE), so concurrent
+// writers queue rather than fail. On Postgres it runs at READ COMMITTED; the conditional
+// updates of codes and refresh tokens make concurrent use safe.
+//
+// BeginTX on a context that already carries a transaction of s does not start a second one:
+// it sets a savepoint and returns a context marked as nested. Commit of a nested context
+// releases the savepoint (its writes become part of the outer transaction, committed or
+// rolled back with it); Rollback of a nested context undoes only the writes made since
+// the nested BeginTX. Only the outermost Commit makes anything durable.
+//
+// A method that answers a constraint violation with a sentinel (ErrConflict,
+// publicauth.ErrEmailTaken, …) leaves the transaction usable. Any other database error
+// inside a transaction may leave it aborted (Postgres): roll it back.
+func (s *Store) BeginTX(ctx context.Context) (context.Context, error) {
+	if parent := s.txFrom(ctx); parent != nil {
+		name := fmt.Sprintf("gatehouse_sp_%d", parent.depth+1)
+		if err := parent.tx.WithContext(ctx).SavePoint(name).Error; err != nil {
+			return ctx, fmt.Errorf("storage: begin nested transaction: %w", err)
+		}
+		return context.WithValue(ctx, txKey{}, &txState{
+			store: s, tx: parent.tx, savepoint: name, depth: parent.depth + 1,
+		}), nil
+	}
+	tx := s.db.WithContext(ctx).Begin()
+	if tx.Error != nil {
+		return ctx, fmt.Errorf("storage: begin transaction: %w", tx.Error)
+	}
+	return context.WithValue(ctx, txKey{}, &txState{store: s, tx: tx}), nil
+}
+
+// Commit commits the transaction BeginTX put into ctx (or releases its savepoint, for a
+// nested one). Without a transaction in ctx it returns an error.
+func (s *Store) Commit(ctx context.Context) error {
+	st := s.txFrom(ctx)
+	if st == nil {
+		return errNoTransaction
+	}
+	if st.savepoint != "" {
+		if err := st.tx.WithContext(ctx).Exec("RELEASE SAVEPOINT " + st.savepoint).Error; err != nil {
+			return fmt.Errorf("storage: release savepoint: %w", err)
+		}
+		return nil
+	}
+	if err := st.tx.Commit().Error; err != nil {
+		return fmt.Errorf("storage: commit: %w", err)
+	}
+	return nil
+}
+
+// Rollback rolls back the transaction BeginTX put into ctx (or, for a nested one, back to
+// its savepoint). Without a transaction in ctx it returns an error.
+func (s *Store) Rollback(ctx context.Context) error {
+	st := s.txFrom(ctx)
+	if st == nil {
+		return errNoTransaction
+	}
+	if st.savepoint != "" {
+		if err := st.tx.WithContext(ctx).RollbackTo(st.savepoint).Error; err != nil {
+			return fmt.Errorf("storage: rollback to savepoint: %w", err)
+		}
+		return nil
+	}
+	if err := st.tx.Rollback().Error; err != nil {
+		return fmt.Errorf("storage: rollback: %w", err)
+	}
+	return nil
+}
+
+// conn returns the handle a method runs its statements on: the transaction carried by ctx,
+// or the pool.
+func (s *Store) conn(ctx context.Context) *gorm.DB {
+	if st := s.txFrom(ctx); st != nil {
+		return st.tx.WithContext(ctx)
+	}
+	return s.db.WithContext(ctx)
+}
+
+// inTx runs fn in one transaction: a new one, or a savepoint inside the transaction ctx
+// already carries. fn's error rolls it back and is returned unchanged.
+func (s *Store) inTx(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	return s.conn(ctx).Transaction(fn)
+}
+
+// guarded runs fn for a write whose constraint violations the caller maps to sentinels.
+// Inside ctx's transaction it runs in a savepoint, so that the failed statement does not
+// abort the whole transaction on Postgres; without a transaction it runs on the pool.
+func (s *Store) guarded(ctx context.Context, fn func(db *gorm.DB) error) error {
+	if s.txFrom(ctx) != nil {
+		return s.conn(ctx).Transaction(fn)
+	}
+	return fn(s.conn(ctx))
+}
+
+// isDuplicate reports whether err is a unique or primary-key violation (SQLite and Postgres).
+func isDuplicate(err error) bool {
+	return errors.Is(err, gorm.ErrDuplicatedKey)
+}
+
+// isForeignKey reports whether err is a foreign-key violation (SQLite and Postgres).
+func isForeignKey(err error) bool {
+	return errors.Is(err, gorm.ErrForeignKeyViolated)
+}
+
+// isNotFound reports whether err is gorm's "no row" error.
+func isNotFound(err error) bool {
+	return errors.Is(err, gorm.ErrRecordNotFound)
+}

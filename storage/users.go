@@ -1,0 +1,129 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/gatehouse-id/gatehouse/publicauth"
+	"gorm.io/gorm"
+)
+
+// emailKey is the form of an email the unique index compares: lower-cased.
+func emailKey(email string) string { return strings.ToLower(email) }
+
+func userToModel(u *publicauth.User) *userModel {
+	return &userModel{
+		ID:            u.ID,
+		Email:         u.Email,
+		EmailLower:    emailKey(u.Email),
+		EmailVerified: u.EmailVerified,
+		Name:          u.Name,
+		PasswordHash:  u.PasswordHash,
+		Role:          u.Role,
+		Status:        u.Status,
+		CreatedAt:     utc(u.CreatedAt),
+		UpdatedAt:     utc(u.UpdatedAt),
+	}
+}
+
+func (m *userModel) toUser() *publicauth.User {
+	return &publicauth.User{
+		ID:            m.ID,
+		Email:         m.Email,
+		EmailVerified: m.EmailVerified,
+		Name:          m.Name,
+		PasswordHash:  m.PasswordHash,
+		Role:          m.Role,
+		Status:        m.Status,
+		CreatedAt:     timeUTC(m.CreatedAt),
+		UpdatedAt:     timeUTC(m.UpdatedAt),
+	}
+}
+
+// CreateUser inserts u, setting u.CreatedAt and u.UpdatedAt to now when they are zero. It
+// returns publicauth.ErrEmailTaken when another user has the same email compared
+// case-insensitively (also when the other user is being inserted concurrently: the unique
+// index on the lower-cased email decides), and ErrConflict when a user with u.ID exists.
+// It implements publicauth.UserStore.
+func (s *Store) CreateUser(ctx context.Context, u *publicauth.User) error {
+	now := s.nowUTC()
+	if u.CreatedAt.IsZero() {
+		u.CreatedAt = now
+	}
+	if u.UpdatedAt.IsZero() {
+		u.UpdatedAt = now
+	}
+	err := s.guarded(ctx, func(db *gorm.DB) error { return db.Create(userToModel(u)).Error })
+	if err == nil {
+		return nil
+	}
+	if !isDuplicate(err) {
+		return fmt.Errorf("storage: create user: %w", err)
+	}
+	// Either the id or the email collided; ids are random UUIDs, so it is almost always
+	// the email. The insert ran in a savepoint, so ctx's transaction is still usable.
+	var n int64
+	if cerr := s.conn(ctx).Model(&userModel{}).Where("id = ?", u.ID).Count(&n).Error; cerr == nil && n > 0 {
+		return ErrConflict
+	}
+	return publicauth.ErrEmailTaken
+}
+
+// UserByID returns the user with that id, or publicauth.ErrUserNotFound.
+func (s *Store) UserByID(ctx context.Context, id string) (*publicauth.User, error) {
+	var m userModel
+	if err := s.conn(ctx).Take(&m, "id = ?", id).Error; err != nil {
+		if isNotFound(err) {
+			return nil, publicauth.ErrUserNotFound
+		}
+		return nil, fmt.Errorf("storage: get user: %w", err)
+	}
+	return m.toUser(), nil
+}
+
+// UserByEmail returns the user whose email equals email case-insensitively, or
+// publicauth.ErrUserNotFound.
+func (s *Store) UserByEmail(ctx context.Context, email string) (*publicauth.User, error) {
+	var m userModel
+	if err := s.conn(ctx).Take(&m, "email_lower = ?", emailKey(email)).Error; err != nil {
+		if isNotFound(err) {
+			return nil, publicauth.ErrUserNotFound
+		}
+		return nil, fmt.Errorf("storage: get user by email: %w", err)
+	}
+	return m.toUser(), nil
+}
+
+// UpdateUser overwrites the stored user matched by u.ID with every field of u but ID and
+// CreatedAt, and sets UpdatedAt (in the store and in u) to now. It returns
+// publicauth.ErrUserNotFound when there is no such user and publicauth.ErrEmailTaken when
+// the new email collides with another user's.
+func (s *Store) UpdateUser(ctx context.Context, u *publicauth.User) error {
+	now := s.nowUTC()
+	var affected int64
+	err := s.guarded(ctx, func(db *gorm.DB) error {
+		res := db.Model(&userModel{}).Where("id = ?", u.ID).Updates(map[string]any{
+			"email":          u.Email,
+			"email_lower":    emailKey(u.Email),
+			"email_verified": u.EmailVerified,
+			"name":           u.Name,
+			"password_hash":  u.PasswordHash,
+			"role":           u.Role,
+			"status":         u.Status,
+			"updated_at":     now,
+		})
+		affected = res.RowsAffected
+		return res.Error
+	})
+	switch {
+	case isDuplicate(err):
+		return publicauth.ErrEmailTaken
+	case err != nil:
+		return fmt.Errorf("storage: update user: %w", err)
+	case affected == 0:
+		return publicauth.ErrUserNotFound
+	}
+	u.UpdatedAt = now
+	return nil
+}
