@@ -1,0 +1,29 @@
+package publicauth
+
+import "io"
+
+// Internals reached by the external tests (package publicauth_test).
+
+var (
+	CheckPassword     = checkPassword
+	VerifyPassword    = verifyPassword
+	ErrMalformedHash  = errMalformedHash
+	DummyPasswordHash = dummyPasswordHash
+)
+
+// HashPassword hashes pw with the given argon2id parameters.
+func HashPassword(pw string, memory, time uint32, threads uint8, random io.Reader) (string, error) {
+	return hashPassword(pw, argon2Params{memory: memory, time: time, threads: threads}, random)
+}
+
+// DefaultPasswordParams returns the parameters new hashes are made with.
+func DefaultPasswordParams() (memory, time uint32, threads uint8) {
+	p := defaultArgon2()
+	return p.memory, p.time, p.threads
+}
+
+// PasswordHashParams returns the parameters stored in a PHC string.
+func PasswordHashParams(encoded string) (memory, time uint32, threads uint8, err error) {
+	p, _, _, err := decodePHC(encoded)
+	return p.memory, p.time, p.threads, err
+}

@@ -1,0 +1,160 @@
+package publicauth
+
+import (
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/crypto/argon2"
+)
+
+// argon2Params are the cost parameters of one argon2id hash (RFC 9106 §3.1).
+type argon2Params struct {
+	memory  uint32 // KiB
+	time    uint32 // passes
+	threads uint8
+}
+
+// defaultArgon2 returns the parameters new password hashes are made with.
+func defaultArgon2() argon2Params {
+	return argon2Params{memory: argon2Memory, time: argon2Time, threads: argon2Threads}
+}
+
+// Parameters for new password hashes: the OWASP Password Storage Cheat Sheet minimum
+// for argon2id (19 MiB, 2 passes, 1 lane), a 16-byte salt and a 32-byte key. Stored hashes
+// carry their own parameters, so raising these later keeps old hashes verifiable.
+const (
+	argon2Memory  = 19456 // KiB
+	argon2Time    = 2
+	argon2Threads = 1
+	argon2SaltLen = 16
+	argon2KeyLen  = 32
+
+	// Upper bounds accepted when parsing a stored hash, so a corrupted or hostile row cannot
+	// make one verification allocate gigabytes or spin for minutes.
+	argon2MaxMemory = 1 << 20 // KiB (1 GiB)
+	argon2MaxTime   = 64
+	argon2MinKeyLen = 16
+	argon2MaxKeyLen = 128
+)
+
+// dummyPasswordHash is verified against when a login names no usable account (unknown email,
+// social-only account), so that answer costs one argon2id verification like a wrong password
+// does. It must carry defaultArgon2()'s parameters; a test pins that.
+const dummyPasswordHash = "$argon2id$v=19$m=19456,t=2,p=1$Z2F0ZWhvdXNlLWR1bW15IQ$GNcqbMJfvD4Mr8smgLwv+vP2RISqIMimgfXKg6Ha7mM"
+
+// Password rules (NIST SP 800-63B §5.1.1.2): at least 8 characters, and long passphrases
+// allowed; the byte cap only bounds the work one request can ask for.
+const (
+	minPasswordChars = 8
+	maxPasswordBytes = 1024
+)
+
+// errMalformedHash reports a stored password hash that is not an argon2id PHC string this
+// package can verify.
+var errMalformedHash = errors.New("malformed argon2id password hash")
+
+// checkPassword reports whether pw may be set as a password. It returns an *InputError for
+// field "password" saying which rule pw breaks, or nil.
+func checkPassword(pw string) error {
+	switch {
+	case pw == "":
+		return &InputError{Field: "password", Reason: "is required"}
+	case !utf8.ValidString(pw):
+		return &InputError{Field: "password", Reason: "must be valid UTF-8"}
+	case utf8.RuneCountInString(pw) < minPasswordChars:
+		return &InputError{Field: "password", Reason: fmt.Sprintf("must be at least %d characters", minPasswordChars)}
+	case len(pw) > maxPasswordBytes:
+		return &InputError{Field: "password", Reason: fmt.Sprintf("must be at most %d bytes", maxPasswordBytes)}
+	}
+	return nil
+}
+
+// hashPassword derives an argon2id hash of pw under p with a fresh salt read from random and
+// returns it as a PHC string: $argon2id$v=19$m=<KiB>,t=<passes>,p=<lanes>$<salt>$<key>, salt
+// and key in unpadded standard base64.
+func hashPassword(pw string, p argon2Params, random io.Reader) (string, error) {
+	salt := make([]byte, argon2SaltLen)
+	if _, err := io.ReadFull(random, salt); err != nil {
+		return "", fmt.Errorf("read password salt: %w", err)
+	}
+	key := argon2.IDKey([]byte(pw), salt, p.time, p.memory, p.threads, argon2KeyLen)
+	return encodePHC(p, salt, key), nil
+}
+
+func encodePHC(p argon2Params, salt, key []byte) string {
+	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s",
+		argon2.Version, p.memory, p.time, p.threads,
+		base64.RawStdEncoding.EncodeToString(salt), base64.RawStdEncoding.EncodeToString(key))
+}
+
+// verifyPassword reports whether pw matches the PHC string encoded, using the parameters
+// stored in it and a constant-time comparison. A hash it cannot parse yields errMalformedHash.
+func verifyPassword(pw, encoded string) (bool, error) {
+	p, salt, key, err := decodePHC(encoded)
+	if err != nil {
+		return false, err
+	}
+	got := argon2.IDKey([]byte(pw), salt, p.time, p.memory, p.threads, uint32(len(key)))
+	return subtle.ConstantTimeCompare(got, key) == 1, nil
+}
+
+// decodePHC parses an argon2id PHC string and checks its parameters against the bounds above.
+func decodePHC(encoded string) (argon2Params, []byte, []byte, error) {
+	var p argon2Params
+	parts := strings.Split(encoded, "$")
+	// "", "argon2id", "v=19", "m=…,t=…,p=…", salt, key
+	if len(parts) != 6 || parts[0] != "" || parts[1] != "argon2id" {
+		return p, nil, nil, errMalformedHash
+	}
+	if parts[2] != "v="+strconv.Itoa(argon2.Version) {
+		return p, nil, nil, fmt.Errorf("%w: unsupported version %q", errMalformedHash, parts[2])
+	}
+	seen := map[string]bool{}
+	for _, kv := range strings.Split(parts[3], ",") {
+		name, value, ok := strings.Cut(kv, "=")
+		if !ok || seen[name] {
+			return p, nil, nil, fmt.Errorf("%w: bad parameter %q", errMalformedHash, kv)
+		}
+		seen[name] = true
+		n, err := strconv.ParseUint(value, 10, 32)
+		if err != nil {
+			return p, nil, nil, fmt.Errorf("%w: bad parameter %q", errMalformedHash, kv)
+		}
+		switch name {
+		case "m":
+			p.memory = uint32(n)
+		case "t":
+			p.time = uint32(n)
+		case "p":
+			if n > 255 {
+				return p, nil, nil, fmt.Errorf("%w: bad parameter %q", errMalformedHash, kv)
+			}
+			p.threads = uint8(n)
+		default:
+			return p, nil, nil, fmt.Errorf("%w: unknown parameter %q", errMalformedHash, kv)
+		}
+	}
+	if !seen["m"] || !seen["t"] || !seen["p"] {
+		return p, nil, nil, fmt.Errorf("%w: missing parameter", errMalformedHash)
+	}
+	// RFC 9106 §3.1: at least 8 KiB per lane, at least one pass and one lane.
+	if p.threads == 0 || p.time == 0 || p.time > argon2MaxTime ||
+		p.memory < 8*uint32(p.threads) || p.memory > argon2MaxMemory {
+		return p, nil, nil, fmt.Errorf("%w: parameters out of range", errMalformedHash)
+	}
+	salt, err := base64.RawStdEncoding.DecodeString(parts[4])
+	if err != nil || len(salt) < 8 {
+		return p, nil, nil, fmt.Errorf("%w: bad salt", errMalformedHash)
+	}
+	key, err := base64.RawStdEncoding.DecodeString(parts[5])
+	if err != nil || len(key) < argon2MinKeyLen || len(key) > argon2MaxKeyLen {
+		return p, nil, nil, fmt.Errorf("%w: bad key", errMalformedHash)
+	}
+	return p, salt, key, nil
+}

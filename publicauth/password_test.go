@@ -1,0 +1,159 @@
+package publicauth_test
+
+import (
+	"crypto/rand"
+	"errors"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/gatehouse-id/gatehouse/publicauth"
+)
+
+func TestHashPasswordWritesPHCStringThatVerifies(t *testing.T) {
+	m, tm, p := publicauth.DefaultPasswordParams()
+	hash, err := publicauth.HashPassword("correct horse battery", m, tm, p, rand.Reader)
+	if err != nil {
+		t.Fatalf("HashPassword: %v", err)
+	}
+	phc := regexp.MustCompile(`^\$argon2id\$v=19\$m=19456,t=2,p=1\$[A-Za-z0-9+/]{22}\$[A-Za-z0-9+/]{43}$`)
+	if !phc.MatchString(hash) {
+		t.Errorf("hash = %q, want an argon2id PHC string with m=19456,t=2,p=1, 16-byte salt, 32-byte key", hash)
+	}
+	for _, tc := range []struct {
+		name string
+		pw   string
+		want bool
+	}{
+		{"same password matches", "correct horse battery", true},
+		{"other password does not match", "correct horse battery!", false},
+		{"empty password does not match", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := publicauth.VerifyPassword(tc.pw, hash)
+			if err != nil {
+				t.Fatalf("VerifyPassword: %v", err)
+			}
+			if got != tc.want {
+				t.Errorf("VerifyPassword(%q) = %v, want %v", tc.pw, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestHashPasswordUsesFreshSalt(t *testing.T) {
+	m, tm, p := publicauth.DefaultPasswordParams()
+	a, err := publicauth.HashPassword("same password", m, tm, p, rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := publicauth.HashPassword("same password", m, tm, p, rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a == b {
+		t.Errorf("two hashes of one password are equal (%q), want different salts", a)
+	}
+}
+
+func TestVerifyPasswordReadsParametersFromStoredHash(t *testing.T) {
+	t.Run("hash made with other parameters verifies", func(t *testing.T) {
+		hash, err := publicauth.HashPassword("an older password", 8192, 1, 2, rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(hash, "$m=8192,t=1,p=2$") {
+			t.Fatalf("hash = %q, want parameters m=8192,t=1,p=2", hash)
+		}
+		ok, err := publicauth.VerifyPassword("an older password", hash)
+		if err != nil || !ok {
+			t.Errorf("VerifyPassword = %v, %v; want true, nil", ok, err)
+		}
+	})
+	t.Run("reference implementation vector verifies", func(t *testing.T) {
+		// From the argon2 reference implementation's test suite (argon2id, v=19, 64 MiB,
+		// 2 passes, 1 lane, salt "somesalt", 32-byte tag).
+		const ref = "$argon2id$v=19$m=65536,t=2,p=1$c29tZXNhbHQ$CTFhFdXPJO1aFaMaO6Mm5c8y7cJHAph8ArZWb2GRPPc"
+		ok, err := publicauth.VerifyPassword("password", ref)
+		if err != nil || !ok {
+			t.Errorf("VerifyPassword(reference) = %v, %v; want true, nil", ok, err)
+		}
+		ok, err = publicauth.VerifyPassword("Password", ref)
+		if err != nil || ok {
+			t.Errorf("VerifyPassword(reference, wrong password) = %v, %v; want false, nil", ok, err)
+		}
+	})
+}
+
+func TestVerifyPasswordRefusesMalformedHash(t *testing.T) {
+	const salt, key = "c29tZXNhbHQ", "CTFhFdXPJO1aFaMaO6Mm5c8y7cJHAph8ArZWb2GRPPc"
+	for _, tc := range []struct{ name, hash string }{
+		{"empty", ""},
+		{"bcrypt", "$2a$10$N9qo8uLOickgx2ZMRZoMyeIjZAgcfl7p92ldGxad68LJZdL17lhWy"},
+		{"argon2i", "$argon2i$v=19$m=65536,t=2,p=1$" + salt + "$" + key},
+		{"old version", "$argon2id$v=16$m=65536,t=2,p=1$" + salt + "$" + key},
+		{"missing parameter", "$argon2id$v=19$m=65536,t=2$" + salt + "$" + key},
+		{"repeated parameter", "$argon2id$v=19$m=65536,t=2,t=2,p=1$" + salt + "$" + key},
+		{"unknown parameter", "$argon2id$v=19$m=65536,t=2,p=1,x=1$" + salt + "$" + key},
+		{"zero passes", "$argon2id$v=19$m=65536,t=0,p=1$" + salt + "$" + key},
+		{"zero lanes", "$argon2id$v=19$m=65536,t=2,p=0$" + salt + "$" + key},
+		{"memory above cap", "$argon2id$v=19$m=4194304,t=2,p=1$" + salt + "$" + key},
+		{"memory below 8 KiB per lane", "$argon2id$v=19$m=8,t=2,p=2$" + salt + "$" + key},
+		{"salt not base64", "$argon2id$v=19$m=65536,t=2,p=1$!!!$" + key},
+		{"key too short", "$argon2id$v=19$m=65536,t=2,p=1$" + salt + "$AAAA"},
+		{"too many fields", "$argon2id$v=19$m=65536,t=2,p=1$" + salt + "$" + key + "$x"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ok, err := publicauth.VerifyPassword("password", tc.hash)
+			if ok || !errors.Is(err, publicauth.ErrMalformedHash) {
+				t.Errorf("VerifyPassword(%q) = %v, %v; want false, ErrMalformedHash", tc.hash, ok, err)
+			}
+		})
+	}
+}
+
+func TestDummyPasswordHashCostsWhatANewHashCosts(t *testing.T) {
+	m, tm, p, err := publicauth.PasswordHashParams(publicauth.DummyPasswordHash)
+	if err != nil {
+		t.Fatalf("dummy hash does not parse: %v", err)
+	}
+	wm, wt, wp := publicauth.DefaultPasswordParams()
+	if m != wm || tm != wt || p != wp {
+		t.Errorf("dummy hash params m=%d,t=%d,p=%d, want m=%d,t=%d,p=%d", m, tm, p, wm, wt, wp)
+	}
+}
+
+func TestCheckPassword(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		pw         string
+		wantReason string // empty: accepted
+	}{
+		{"8 ASCII characters accepted", "abcdefgh", ""},
+		{"8 multi-byte characters accepted", "äöüßäöüß", ""},
+		{"1024 bytes accepted", strings.Repeat("x", 1024), ""},
+		{"spaces kept and counted", "  a b c ", ""},
+		{"empty refused", "", "is required"},
+		{"7 characters refused", "abcdefg", "must be at least 8 characters"},
+		{"7 multi-byte characters refused", "äöüßäöü", "must be at least 8 characters"},
+		{"1025 bytes refused", strings.Repeat("x", 1025), "must be at most 1024 bytes"},
+		{"invalid UTF-8 refused", "abcdefgh\xff", "must be valid UTF-8"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := publicauth.CheckPassword(tc.pw)
+			if tc.wantReason == "" {
+				if err != nil {
+					t.Errorf("CheckPassword = %v, want nil", err)
+				}
+				return
+			}
+			var inErr *publicauth.InputError
+			if !errors.As(err, &inErr) {
+				t.Fatalf("CheckPassword = %v, want *InputError", err)
+			}
+			if inErr.Field != "password" || inErr.Reason != tc.wantReason {
+				t.Errorf("CheckPassword = {%q, %q}, want {%q, %q}", inErr.Field, inErr.Reason, "password", tc.wantReason)
+			}
+		})
+	}
+}

@@ -1,0 +1,194 @@
+package publicauth_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gatehouse-id/gatehouse/publicauth"
+	"github.com/gatehouse-id/gatehouse/storage/storagetest"
+)
+
+func TestNewRefusesBadConfig(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
+		store := b.Open(t)
+		for _, tc := range []struct {
+			name    string
+			cfg     publicauth.Config
+			wantErr string
+		}{
+			{"no secret", publicauth.Config{}, "Secret must be at least 32 bytes"},
+			{"short secret", publicauth.Config{Secret: []byte("too short")}, "Secret must be at least 32 bytes"},
+			{"negative session lifespan", publicauth.Config{Secret: testSecret, SessionLifespan: -time.Second}, "SessionLifespan must not be negative"},
+			{"negative admin lifespan", publicauth.Config{Secret: testSecret, AdminSessionLifespan: -time.Second}, "AdminSessionLifespan must not be negative"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				_, err := publicauth.New(tc.cfg, store, store)
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Errorf("New error = %v, want one containing %q", err, tc.wantErr)
+				}
+			})
+		}
+		t.Run("zero config but the secret works", func(t *testing.T) {
+			if _, err := publicauth.New(publicauth.Config{Secret: testSecret}, store, store); err != nil {
+				t.Errorf("New error = %v, want nil", err)
+			}
+		})
+	})
+}
+
+func TestCreateUser(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
+		t.Run("admin with verified email", func(t *testing.T) {
+			e := newEnv(t, b, publicauth.Config{})
+			u, err := e.svc.CreateUser(context.Background(), publicauth.UserInput{
+				Email: "root@example.com", Password: "correct horse", Name: "Root", Role: publicauth.RoleAdmin, Verified: true,
+			})
+			if err != nil {
+				t.Fatalf("CreateUser: %v", err)
+			}
+			got, err := e.svc.UserByID(context.Background(), u.ID)
+			if err != nil {
+				t.Fatalf("UserByID: %v", err)
+			}
+			if got.Role != publicauth.RoleAdmin || !got.EmailVerified || got.Status != publicauth.StatusActive {
+				t.Errorf("user role %q, verified %v, status %q; want admin, true, active", got.Role, got.EmailVerified, got.Status)
+			}
+			if _, err := e.svc.Authenticate(context.Background(), "ROOT@example.com", "correct horse"); err != nil {
+				t.Errorf("Authenticate: %v, want nil", err)
+			}
+		})
+		for _, tc := range []struct {
+			name      string
+			in        publicauth.UserInput
+			wantField string
+		}{
+			{"unknown role refused", publicauth.UserInput{Email: "a@example.com", Password: "correct horse", Name: "A", Role: "owner"}, "role"},
+			{"short password refused", publicauth.UserInput{Email: "a@example.com", Password: "short", Name: "A"}, "password"},
+			{"bad email refused", publicauth.UserInput{Email: "a@", Password: "correct horse", Name: "A"}, "email"},
+			{"control character in name refused", publicauth.UserInput{Email: "a@example.com", Password: "correct horse", Name: "A\nB"}, "name"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				e := newEnv(t, b, publicauth.Config{})
+				_, err := e.svc.CreateUser(context.Background(), tc.in)
+				var inErr *publicauth.InputError
+				if !errors.As(err, &inErr) || inErr.Field != tc.wantField {
+					t.Errorf("CreateUser error = %v, want *InputError for field %q", err, tc.wantField)
+				}
+			})
+		}
+		t.Run("taken email refused", func(t *testing.T) {
+			e := newEnv(t, b, publicauth.Config{})
+			e.register(t, "a@example.com", "correct horse", "A")
+			_, err := e.svc.CreateUser(context.Background(), publicauth.UserInput{Email: "A@Example.com", Password: "correct horse", Name: "A"})
+			if !errors.Is(err, publicauth.ErrEmailTaken) {
+				t.Errorf("CreateUser error = %v, want ErrEmailTaken", err)
+			}
+		})
+		t.Run("unknown id is ErrUserNotFound", func(t *testing.T) {
+			e := newEnv(t, b, publicauth.Config{})
+			if _, err := e.svc.UserByID(context.Background(), "00000000-0000-4000-8000-000000000000"); !errors.Is(err, publicauth.ErrUserNotFound) {
+				t.Errorf("UserByID error = %v, want ErrUserNotFound", err)
+			}
+		})
+	})
+}
+
+func TestAdminSession(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
+		ctx := context.Background()
+		e := newEnv(t, b, publicauth.Config{})
+		admin, err := e.svc.CreateUser(ctx, publicauth.UserInput{Email: "root@example.com", Password: "correct horse", Name: "Root", Role: publicauth.RoleAdmin})
+		if err != nil {
+			t.Fatal(err)
+		}
+		user := e.register(t, "alice@example.com", "correct horse", "Alice")
+
+		t.Run("cookie is Strict and lives 8 hours", func(t *testing.T) {
+			w := httptest.NewRecorder()
+			sess, err := e.svc.StartSession(ctx, w, admin, publicauth.SessionAdmin, publicauth.MethodPassword)
+			if err != nil {
+				t.Fatalf("StartSession: %v", err)
+			}
+			if !sess.AuthTime.Equal(t0) || !sess.ExpiresAt.Equal(t0.Add(8*time.Hour)) || sess.Kind != publicauth.SessionAdmin {
+				t.Errorf("session auth %v, expires %v, kind %q; want %v, %v, admin", sess.AuthTime, sess.ExpiresAt, sess.Kind, t0, t0.Add(8*time.Hour))
+			}
+			c := cookieNamed(w.Result(), publicauth.CookieAdmin)
+			if c == nil || !c.HttpOnly || c.Path != "/" || c.SameSite != http.SameSiteStrictMode || c.MaxAge != 8*3600 {
+				t.Fatalf("cookie = %+v, want HttpOnly, Path=/, SameSite=Strict, Max-Age=28800", c)
+			}
+			_, got, err := e.svc.CurrentSession(requestWith(c), publicauth.SessionAdmin)
+			if err != nil || got.ID != admin.ID {
+				t.Errorf("CurrentSession(admin) = %v, %v; want the admin", got, err)
+			}
+			if _, _, err := e.svc.CurrentSession(requestWith(&http.Cookie{Name: publicauth.CookiePublic, Value: c.Value}), publicauth.SessionPublic); !errors.Is(err, publicauth.ErrSessionNotFound) {
+				t.Errorf("admin value as public-session: error = %v, want ErrSessionNotFound", err)
+			}
+		})
+
+		t.Run("public value is not accepted as admin-session", func(t *testing.T) {
+			c := startSession(t, e.svc, admin, publicauth.SessionPublic)
+			if _, _, err := e.svc.CurrentSession(requestWith(&http.Cookie{Name: publicauth.CookieAdmin, Value: c.Value}), publicauth.SessionAdmin); !errors.Is(err, publicauth.ErrSessionNotFound) {
+				t.Errorf("error = %v, want ErrSessionNotFound", err)
+			}
+		})
+
+		t.Run("non-admin refused", func(t *testing.T) {
+			_, err := e.svc.StartSession(ctx, httptest.NewRecorder(), user, publicauth.SessionAdmin, publicauth.MethodPassword)
+			if !errors.Is(err, publicauth.ErrNotAdmin) {
+				t.Errorf("StartSession error = %v, want ErrNotAdmin", err)
+			}
+		})
+
+		t.Run("EndAllSessions ends public and admin sessions", func(t *testing.T) {
+			pub := startSession(t, e.svc, admin, publicauth.SessionPublic)
+			adm := startSession(t, e.svc, admin, publicauth.SessionAdmin)
+			if err := e.svc.EndAllSessions(ctx, admin.ID); err != nil {
+				t.Fatalf("EndAllSessions: %v", err)
+			}
+			for kind, c := range map[string]*http.Cookie{publicauth.SessionPublic: pub, publicauth.SessionAdmin: adm} {
+				if _, _, err := e.svc.CurrentSession(requestWith(c), kind); !errors.Is(err, publicauth.ErrSessionNotFound) {
+					t.Errorf("%s session after EndAllSessions: error = %v, want ErrSessionNotFound", kind, err)
+				}
+			}
+		})
+	})
+}
+
+// startSession starts a session of kind for u through svc and returns its cookie.
+func startSession(t *testing.T, svc *publicauth.Service, u *publicauth.User, kind string) *http.Cookie {
+	t.Helper()
+	w := httptest.NewRecorder()
+	if _, err := svc.StartSession(context.Background(), w, u, kind, publicauth.MethodPassword); err != nil {
+		t.Fatalf("StartSession(%s): %v", kind, err)
+	}
+	name := publicauth.CookiePublic
+	if kind == publicauth.SessionAdmin {
+		name = publicauth.CookieAdmin
+	}
+	c := cookieNamed(w.Result(), name)
+	if c == nil {
+		t.Fatalf("StartSession(%s) set no %s cookie", kind, name)
+	}
+	return c
+}
+
+func cookieNamed(res *http.Response, name string) *http.Cookie {
+	for _, c := range res.Cookies() {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// requestWith is a request carrying the cookie.
+func requestWith(c *http.Cookie) *http.Request {
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	r.AddCookie(&http.Cookie{Name: c.Name, Value: c.Value})
+	return r
+}

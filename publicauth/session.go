@@ -1,0 +1,164 @@
+package publicauth
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+)
+
+// sessionTokenBytes is the entropy of a session token: 256 bits.
+const sessionTokenBytes = 32
+
+// StartSession logs u in: it stores a new session of the given kind (SessionPublic or
+// SessionAdmin) that authenticated by method (MethodPassword, …) and sets its cookie on w
+// (`public-session`: SameSite=Lax; `admin-session`: SameSite=Strict; both HttpOnly, Path=/,
+// Max-Age = the kind's lifespan, Secure per Config.SecureCookies). The cookie carries a
+// random 256-bit token signed with HMAC-SHA-256; the store keeps only its SHA-256. AuthTime
+// is now. Call it before anything is written to the response body.
+//
+// It returns ErrAccountDisabled for a user who is not active and ErrNotAdmin for an admin
+// session of a user whose role is not RoleAdmin.
+func (s *Service) StartSession(ctx context.Context, w http.ResponseWriter, u *User, kind, method string) (*Session, error) {
+	c, err := s.cookie(kind)
+	if err != nil {
+		return nil, err
+	}
+	if method == "" {
+		return nil, errors.New("publicauth: start session: empty login method")
+	}
+	if u.Status != StatusActive {
+		return nil, ErrAccountDisabled
+	}
+	if kind == SessionAdmin && u.Role != RoleAdmin {
+		return nil, ErrNotAdmin
+	}
+	token, err := s.newSessionToken()
+	if err != nil {
+		return nil, err
+	}
+	value, err := c.encode(token)
+	if err != nil {
+		return nil, fmt.Errorf("publicauth: %w", err)
+	}
+	now := s.now()
+	sess := &Session{
+		IDHash:    hashSessionToken(token),
+		UserID:    u.ID,
+		Kind:      kind,
+		Method:    method,
+		AuthTime:  now,
+		CreatedAt: now,
+		ExpiresAt: now.Add(c.lifespan),
+	}
+	if err := s.sessions.CreateSession(ctx, sess); err != nil {
+		return nil, fmt.Errorf("publicauth: create session: %w", err)
+	}
+	c.set(w, value, s.secureCookies)
+	return sess, nil
+}
+
+// replaceSession deletes the session of the given kind that r already carries, if any, and
+// starts a new one for u, so logging in again leaves no stale session behind.
+func (s *Service) replaceSession(ctx context.Context, w http.ResponseWriter, r *http.Request, u *User, kind, method string) (*Session, error) {
+	c, err := s.cookie(kind)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.deleteRequestSession(ctx, r, c); err != nil {
+		return nil, err
+	}
+	return s.StartSession(ctx, w, u, kind, method)
+}
+
+// CurrentSession returns the session of the given kind that r's cookie names, and its user.
+// The cookie's signature must verify, the session must exist, be of that kind and not have
+// expired by the service clock, and the user must be active (and, for SessionAdmin, still
+// hold RoleAdmin); otherwise it returns ErrSessionNotFound. Other errors are store failures.
+func (s *Service) CurrentSession(r *http.Request, kind string) (*Session, *User, error) {
+	c, err := s.cookie(kind)
+	if err != nil {
+		return nil, nil, err
+	}
+	token, ok := c.token(r)
+	if !ok {
+		return nil, nil, ErrSessionNotFound
+	}
+	ctx := r.Context()
+	now := s.now()
+	sess, err := s.sessions.SessionByIDHash(ctx, hashSessionToken(token), now)
+	if errors.Is(err, ErrSessionNotFound) {
+		return nil, nil, ErrSessionNotFound
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("publicauth: load session: %w", err)
+	}
+	if sess.Kind != kind || !sess.ExpiresAt.After(now) {
+		return nil, nil, ErrSessionNotFound
+	}
+	u, err := s.users.UserByID(ctx, sess.UserID)
+	if errors.Is(err, ErrUserNotFound) {
+		return nil, nil, ErrSessionNotFound
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("publicauth: load session user: %w", err)
+	}
+	if u.Status != StatusActive || (kind == SessionAdmin && u.Role != RoleAdmin) {
+		return nil, nil, ErrSessionNotFound
+	}
+	return sess, u, nil
+}
+
+// EndSession logs out of the session of the given kind that r's cookie names: it deletes the
+// stored session and sets an expired cookie on w. It is idempotent: without a cookie, or
+// with one that does not verify, it only clears the cookie and returns nil. An error is a
+// store failure; the cookie is cleared all the same.
+func (s *Service) EndSession(ctx context.Context, w http.ResponseWriter, r *http.Request, kind string) error {
+	c, err := s.cookie(kind)
+	if err != nil {
+		return err
+	}
+	c.clear(w, s.secureCookies)
+	return s.deleteRequestSession(ctx, r, c)
+}
+
+// deleteRequestSession deletes the stored session r's cookie c names, if it names one; it
+// leaves the cookie alone.
+func (s *Service) deleteRequestSession(ctx context.Context, r *http.Request, c cookieCodec) error {
+	token, ok := c.token(r)
+	if !ok {
+		return nil
+	}
+	if err := s.sessions.DeleteSession(ctx, hashSessionToken(token)); err != nil {
+		return fmt.Errorf("publicauth: delete session: %w", err)
+	}
+	return nil
+}
+
+// EndAllSessions deletes every session, public and admin, of the user, so every cookie
+// issued to them stops working (after a password change, on disabling the account).
+func (s *Service) EndAllSessions(ctx context.Context, userID string) error {
+	if err := s.sessions.DeleteUserSessions(ctx, userID); err != nil {
+		return fmt.Errorf("publicauth: delete sessions of user: %w", err)
+	}
+	return nil
+}
+
+// newSessionToken returns a fresh random session token, base64url without padding.
+func (s *Service) newSessionToken() (string, error) {
+	b := make([]byte, sessionTokenBytes)
+	if _, err := io.ReadFull(s.random, b); err != nil {
+		return "", fmt.Errorf("publicauth: read session token: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// hashSessionToken is the key a session is stored under: the hex SHA-256 of the token text.
+func hashSessionToken(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,76 @@
+package publicauth
+
+import "time"
+
+// Response bodies of the JSON API (SSO interface §2, DESIGN §4). A user is only ever shown
+// through these views, never as a User, so no password hash can leak into a response.
+
+// userView is the sanitized user of the login and session responses.
+type userView struct {
+	ID            string   `json:"id"`
+	Email         string   `json:"email"`
+	Name          string   `json:"name"`
+	Role          string   `json:"role"`
+	Status        string   `json:"status"`
+	EmailVerified bool     `json:"emailVerified"`
+	LoginMethods  []string `json:"loginMethods"`
+}
+
+func newUserView(u *User) userView {
+	return userView{
+		ID:            u.ID,
+		Email:         u.Email,
+		Name:          u.Name,
+		Role:          u.Role,
+		Status:        u.Status,
+		EmailVerified: u.EmailVerified,
+		LoginMethods:  u.LoginMethods(),
+	}
+}
+
+// registeredUserView is the user of the registration response.
+type registeredUserView struct {
+	ID        string `json:"id"`
+	Email     string `json:"email"`
+	Name      string `json:"name"`
+	Role      string `json:"role"`
+	CreatedAt string `json:"createdAt"`
+}
+
+// registerResponse is the registration response (POST /api/public/register).
+type registerResponse struct {
+	Success          bool               `json:"success"`
+	Message          string             `json:"message"`
+	IsAccountLinking bool               `json:"isAccountLinking"`
+	LoginMethods     []string           `json:"loginMethods"`
+	User             registeredUserView `json:"user"`
+}
+
+// loginResponse answers a login that set the session cookie (POST /api/public/login).
+type loginResponse struct {
+	Success      bool     `json:"success"`
+	User         userView `json:"user"`
+	LoginMethods []string `json:"loginMethods"`
+}
+
+// sessionResponse is the public session validation response (GET /api/public/session).
+type sessionResponse struct {
+	IsValid bool     `json:"isValid"`
+	User    userView `json:"user"`
+}
+
+// invalidSessionResponse answers GET /api/public/session without a valid session: the
+// application error shape plus isValid false.
+type invalidSessionResponse struct {
+	IsValid bool   `json:"isValid"`
+	Error   string `json:"error"`
+	Message string `json:"message"`
+}
+
+// logoutResponse answers POST /api/public/logout.
+type logoutResponse struct {
+	Success bool `json:"success"`
+}
+
+// formatTime renders t as the interface's timestamps: RFC 3339 in UTC.
+func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
