@@ -66,13 +66,14 @@ func newRequestColumns(signature string, r fosite.Requester, tokenType fosite.To
 
 // toRequest rebuilds the fosite request stored in c. The stored session is unmarshalled
 // into session, the prototype fosite passes in (fosite relies on that object being filled
-// in place), and the client is loaded with GetClient.
+// in place), and the client is loaded with GetClient. A nil session is allowed: fosite's
+// revocation handler passes none, needing only the request's id and client; the request
+// then has no session.
 func (s *Store) toRequest(ctx context.Context, c *requestColumns, session fosite.Session) (*fosite.Request, error) {
-	if session == nil {
-		return nil, errors.New("storage: nil session prototype")
-	}
-	if err := json.Unmarshal([]byte(c.SessionData), session); err != nil {
-		return nil, fmt.Errorf("storage: unmarshal session: %w", err)
+	if session != nil {
+		if err := json.Unmarshal([]byte(c.SessionData), session); err != nil {
+			return nil, fmt.Errorf("storage: unmarshal session: %w", err)
+		}
 	}
 	form, err := url.ParseQuery(c.Form)
 	if err != nil {

@@ -361,3 +361,26 @@ func testRevokeTokensOf(t *testing.T, s *storage.Store) {
 		checkErr(t, "refresh token "+g.name, err, wantRT)
 	}
 }
+
+// testNilSessionPrototype: fosite's revocation handler reads tokens with a nil session and
+// needs only the request id and client back; any error there becomes temporarily_unavailable.
+func testNilSessionPrototype(t *testing.T, s *storage.Store) {
+	ctx := context.Background()
+	client := mustCreateClient(t, s, "app")
+	req := newRequest(t, client, "user-1", t0)
+	mustNoErr(t, "create access", s.CreateAccessTokenSession(ctx, "at", req))
+	mustNoErr(t, "create refresh", s.CreateRefreshTokenSession(ctx, "rt", "at", req))
+	for name, get := range map[string]func() (fosite.Requester, error){
+		"GetAccessTokenSession":  func() (fosite.Requester, error) { return s.GetAccessTokenSession(ctx, "at", nil) },
+		"GetRefreshTokenSession": func() (fosite.Requester, error) { return s.GetRefreshTokenSession(ctx, "rt", nil) },
+	} {
+		got, err := get()
+		if err != nil {
+			t.Fatalf("%s with a nil session: got error %v, want the request", name, err)
+		}
+		if got.GetID() != req.ID || got.GetClient().GetID() != client.ID {
+			t.Errorf("%s with a nil session: got request %q of client %q, want %q of %q",
+				name, got.GetID(), got.GetClient().GetID(), req.ID, client.ID)
+		}
+	}
+}

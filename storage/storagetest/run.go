@@ -30,6 +30,7 @@ func Run(t *testing.T, open func(t *testing.T) *storage.Store) {
 		{"AuthorizeCodeInvalidation", testCodeInvalidation},
 		{"ConcurrentCodeInvalidation", testConcurrentCodeInvalidation},
 		{"AccessTokenRevocation", testAccessTokenRevocation},
+		{"NilSessionPrototype", testNilSessionPrototype},
 		{"RefreshRotationAndFamilyRevocation", testRefreshRotation},
 		{"ConcurrentRefreshRotation", testConcurrentRefreshRotation},
 		{"ClientAssertionJTI", testClientAssertionJTI},
