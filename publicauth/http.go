@@ -51,6 +51,8 @@ func Describe(err error) (int, string) {
 		return http.StatusNotFound, "user not found"
 	case errors.Is(err, ErrEmailTaken):
 		return http.StatusConflict, "email already registered"
+	case unavailable(err):
+		return http.StatusServiceUnavailable, "service temporarily unavailable, try again shortly"
 	}
 	return http.StatusInternalServerError, "internal error"
 }
@@ -60,7 +62,10 @@ func Describe(err error) (int, string) {
 // request's method and path.
 func (s *Service) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status, message := Describe(err)
-	if status == http.StatusInternalServerError {
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "5")
+	}
+	if status >= http.StatusInternalServerError {
 		s.logger.ErrorContext(r.Context(), "publicauth: request failed",
 			"method", r.Method, "path", r.URL.Path, "err", err)
 	}
@@ -119,4 +124,11 @@ func decodeError(err error) error {
 		return &requestError{status: http.StatusBadRequest, message: "request body must be a JSON object"}
 	}
 	return &requestError{status: http.StatusBadRequest, message: "request body could not be read"}
+}
+
+// unavailable reports whether err says the store cannot reach its database; the store marks
+// such errors with an Unavailable method (publicauth does not import storage).
+func unavailable(err error) bool {
+	var u interface{ Unavailable() bool }
+	return errors.As(err, &u) && u.Unavailable()
 }

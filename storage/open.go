@@ -117,6 +117,9 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("storage: open: %w", err)
 	}
+	if err := registerUnavailableCallbacks(db); err != nil {
+		return nil, fmt.Errorf("storage: open: %w", err)
+	}
 	sqlDB, err := db.DB()
 	if err != nil {
 		return nil, fmt.Errorf("storage: open: %w", err)
@@ -184,7 +187,7 @@ func (s *Store) Ping(ctx context.Context) error {
 		return fmt.Errorf("storage: ping: %w", err)
 	}
 	if err := sqlDB.PingContext(ctx); err != nil {
-		return fmt.Errorf("storage: ping: %w", err)
+		return fmt.Errorf("storage: ping: %w", unavailable(err))
 	}
 	return nil
 }

@@ -61,7 +61,7 @@ func (s *Store) BeginTX(ctx context.Context) (context.Context, error) {
 	}
 	tx := s.db.WithContext(ctx).Begin()
 	if tx.Error != nil {
-		return ctx, fmt.Errorf("storage: begin transaction: %w", tx.Error)
+		return ctx, fmt.Errorf("storage: begin transaction: %w", unavailable(tx.Error))
 	}
 	return context.WithValue(ctx, txKey{}, &txState{store: s, tx: tx}), nil
 }
