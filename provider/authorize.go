@@ -1,0 +1,372 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ory/fosite"
+
+	"github.com/gatehouse-id/gatehouse/publicauth"
+	"github.com/gatehouse-id/gatehouse/storage"
+)
+
+// requestParam names the query parameter that carries a paused authorization request's
+// token between /api/oauth/authorize and the hosted pages.
+const requestParam = "request"
+
+// flow is what the authorization endpoint knows about one authorization request beyond its
+// parameters.
+type flow struct {
+	// requestedAt is when the request first arrived (whole seconds, UTC).
+	requestedAt time.Time
+	// token identifies the paused request (empty until the request is paused).
+	token string
+	// paused is the stored request when the flow resumes after a login or consent page.
+	paused *storage.AuthRequest
+}
+
+// authorize is the authorization endpoint (RFC 6749 §3.1, OpenID Connect Core §3.1.2.1),
+// GET or POST. It validates the request, then either answers at once (a session that
+// satisfies prompt, max_age and id_token_hint, and consent already given), or pauses the
+// request for the login or consent page.
+func (p *Provider) authorize(w http.ResponseWriter, r *http.Request) {
+	ar, err := p.newAuthorizeRequest(r.Context(), r)
+	if err != nil {
+		p.authorizeError(w, r, ar, err)
+		return
+	}
+	p.decide(w, r, ar, flow{requestedAt: secondUTC(p.now())})
+}
+
+// resumeAuthorize continues a paused authorization request after the hosted pages.
+func (p *Provider) resumeAuthorize(w http.ResponseWriter, r *http.Request) {
+	token := r.URL.Query().Get(requestParam)
+	row, ar, err := p.pausedRequest(r, token)
+	if err != nil {
+		p.pausedRequestError(w, r, ar, err)
+		return
+	}
+	p.decide(w, r, ar, flow{requestedAt: row.RequestedAt.UTC(), token: token, paused: row})
+}
+
+// errRequestExpired: the paused request token is unknown, used or expired.
+var errRequestExpired = errors.New("authorization request expired")
+
+// pausedRequest loads a paused request and parses it again through fosite, so a client or
+// redirect URI changed in the meantime is checked anew.
+func (p *Provider) pausedRequest(r *http.Request, token string) (*storage.AuthRequest, fosite.AuthorizeRequester, error) {
+	if token == "" {
+		return nil, nil, errRequestExpired
+	}
+	row, err := p.store.AuthRequestByIDHash(r.Context(), hashToken(token), p.now())
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil, errRequestExpired
+	} else if err != nil {
+		return nil, nil, err
+	}
+	replay := r.Clone(r.Context())
+	replay.Method = http.MethodGet
+	replay.URL = &url.URL{Path: "/api/oauth/authorize", RawQuery: row.Form}
+	replay.Body, replay.Form, replay.PostForm, replay.MultipartForm = http.NoBody, nil, nil, nil
+	replay.Header = r.Header.Clone()
+	replay.Header.Del("Content-Type")
+	ar, err := p.newAuthorizeRequest(r.Context(), replay)
+	return row, ar, err
+}
+
+func (p *Provider) pausedRequestError(w http.ResponseWriter, r *http.Request, ar fosite.AuthorizeRequester, err error) {
+	if errors.Is(err, errRequestExpired) {
+		p.pages.error(w, r, http.StatusBadRequest, "Sign-in request expired",
+			"This sign-in request has expired or has already been completed. Go back to the application and start again.")
+		return
+	}
+	p.authorizeError(w, r, ar, err)
+}
+
+// newAuthorizeRequest parses and validates an authorization request with fosite, then adds
+// Gatehouse's own rules: PKCE with S256 only, required unless configured otherwise.
+func (p *Provider) newAuthorizeRequest(ctx context.Context, r *http.Request) (fosite.AuthorizeRequester, error) {
+	ar, err := p.oauth.NewAuthorizeRequest(ctx, r)
+	if err != nil {
+		if errors.Is(err, fosite.ErrRequestNotSupported) || errors.Is(err, fosite.ErrRequestURINotSupported) {
+			// fosite rejects request objects before it checks the redirect URI. Parse the
+			// request again without them: when client and redirect URI are valid, the error
+			// can be redirected to the client, as OpenID Connect Core §6 expects.
+			if plain := p.withoutRequestObject(ctx, r); plain != nil && plain.IsRedirectURIValid() {
+				return plain, err
+			}
+		}
+		return ar, err
+	}
+	form := ar.GetRequestForm()
+	challenge, method := form.Get("code_challenge"), form.Get("code_challenge_method")
+	switch {
+	case challenge == "" && (ar.GetClient().IsPublic() || !p.cfg.AllowConfidentialWithoutPKCE):
+		return ar, fosite.ErrInvalidRequest.WithHint("Clients must use PKCE: send code_challenge with code_challenge_method S256.")
+	case challenge != "" && method != "S256":
+		return ar, fosite.ErrInvalidRequest.WithHint("code_challenge_method must be S256.")
+	}
+	return ar, nil
+}
+
+func (p *Provider) withoutRequestObject(ctx context.Context, r *http.Request) fosite.AuthorizeRequester {
+	form := url.Values{}
+	for k, v := range r.Form {
+		if k != "request" && k != "request_uri" {
+			form[k] = v
+		}
+	}
+	plain := r.Clone(ctx)
+	plain.Form, plain.PostForm = form, url.Values{}
+	ar, err := p.oauth.NewAuthorizeRequest(ctx, plain)
+	if err != nil && (ar == nil || !ar.IsRedirectURIValid()) {
+		return nil
+	}
+	return ar
+}
+
+// decide finishes an authorization request or pauses it for a page.
+func (p *Provider) decide(w http.ResponseWriter, r *http.Request, ar fosite.AuthorizeRequester, f flow) {
+	ctx := r.Context()
+	form := ar.GetRequestForm()
+	prompts := fosite.RemoveEmpty(strings.Split(form.Get("prompt"), " "))
+	promptNone := slices.Contains(prompts, "none")
+
+	session, user, err := p.auth.CurrentSession(r, publicauth.SessionPublic)
+	if err != nil && !errors.Is(err, publicauth.ErrSessionNotFound) {
+		p.authorizeError(w, r, ar, fosite.ErrServerError.WithWrap(err))
+		return
+	}
+	var authTime time.Time
+	fresh := false // the user logged in during this very request
+	switch {
+	case user == nil:
+	case f.paused != nil && f.paused.UserID == user.ID && f.paused.AuthTime != nil:
+		authTime, fresh = *f.paused.AuthTime, true
+	default:
+		authTime = session.AuthTime
+	}
+
+	needLogin := user == nil
+	if user != nil && !fresh {
+		if slices.Contains(prompts, "login") || slices.Contains(prompts, "select_account") {
+			needLogin = true
+		}
+		if maxAge, err := strconv.ParseInt(form.Get("max_age"), 10, 64); err == nil && maxAge >= 0 &&
+			p.now().Sub(authTime) > time.Duration(maxAge)*time.Second {
+			needLogin = true
+		}
+		if hint := form.Get("id_token_hint"); hint != "" {
+			sub, err := p.idTokenHintSubject(hint)
+			if err != nil {
+				p.authorizeError(w, r, ar, fosite.ErrInvalidRequest.WithHint("id_token_hint is not an ID token issued by this provider.").WithWrap(err))
+				return
+			}
+			if sub != user.ID {
+				needLogin = true
+			}
+		}
+	}
+	if needLogin {
+		if promptNone {
+			p.authorizeError(w, r, ar, fosite.ErrLoginRequired.WithHint("The user is not logged in."))
+			return
+		}
+		p.pause(w, r, ar, f, "/login")
+		return
+	}
+
+	client, ok := ar.GetClient().(*storage.Client)
+	if !ok {
+		p.authorizeError(w, r, ar, fosite.ErrServerError.WithDebug("unexpected client type"))
+		return
+	}
+	if !client.FirstParty {
+		consented, err := p.hasConsent(ctx, user.ID, client.ID, ar.GetRequestedScopes())
+		if err != nil {
+			p.authorizeError(w, r, ar, fosite.ErrServerError.WithWrap(err))
+			return
+		}
+		if !consented || slices.Contains(prompts, "consent") {
+			if promptNone {
+				p.authorizeError(w, r, ar, fosite.ErrConsentRequired.WithHint("The user has not consented to this client."))
+				return
+			}
+			p.pause(w, r, ar, f, "/consent")
+			return
+		}
+	}
+	p.issue(w, r, ar, user, authTime, session.Method, f)
+}
+
+// pause stores the request (once) and sends the browser to a hosted page.
+func (p *Provider) pause(w http.ResponseWriter, r *http.Request, ar fosite.AuthorizeRequester, f flow, page string) {
+	token := f.token
+	if token == "" {
+		var err error
+		if token, err = randomToken(p.random); err != nil {
+			p.authorizeError(w, r, ar, fosite.ErrServerError.WithWrap(err))
+			return
+		}
+		row := &storage.AuthRequest{
+			IDHash:      hashToken(token),
+			ClientID:    ar.GetClient().GetID(),
+			Form:        ar.GetRequestForm().Encode(),
+			RequestedAt: f.requestedAt,
+			ExpiresAt:   p.now().UTC().Add(p.cfg.LoginRequestLifespan),
+		}
+		if err := p.store.CreateAuthRequest(r.Context(), row); err != nil {
+			p.authorizeError(w, r, ar, fosite.ErrServerError.WithWrap(err))
+			return
+		}
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	http.Redirect(w, r, page+"?"+url.Values{requestParam: {token}}.Encode(), http.StatusSeeOther)
+}
+
+// issue grants the requested scopes and writes the authorization response (with `iss`,
+// RFC 9207).
+func (p *Provider) issue(w http.ResponseWriter, r *http.Request, ar fosite.AuthorizeRequester, user *publicauth.User, authTime time.Time, method string, f flow) {
+	ctx := r.Context()
+	for _, scope := range ar.GetRequestedScopes() {
+		ar.GrantScope(scope)
+	}
+	for _, aud := range ar.GetRequestedAudience() {
+		ar.GrantAudience(aud)
+	}
+	session := p.userSession(user, ar, authTime, f.requestedAt, method)
+	resp, err := p.oauth.NewAuthorizeResponse(ctx, ar, session)
+	if err != nil {
+		p.authorizeError(w, r, ar, err)
+		return
+	}
+	resp.AddParameter("iss", p.cfg.Issuer)
+	if f.token != "" {
+		if err := p.store.DeleteAuthRequest(ctx, hashToken(f.token)); err != nil {
+			p.log.WarnContext(ctx, "deleting a completed authorization request failed", "error", err)
+		}
+	}
+	p.oauth.WriteAuthorizeResponse(ctx, w, ar, resp)
+}
+
+// userSession builds the fosite session of a user grant: the ID token claims the granted
+// scopes allow, auth_time from the real login, and the request time for max_age/prompt.
+func (p *Provider) userSession(user *publicauth.User, ar fosite.AuthorizeRequester, authTime, requestedAt time.Time, method string) *Session {
+	s := newSession()
+	s.Subject, s.Username = user.ID, user.Email
+	s.ClientID, s.UserBound = ar.GetClient().GetID(), true
+	c := s.Claims
+	c.Subject = user.ID
+	c.Issuer = p.cfg.Issuer
+	c.AuthTime = secondUTC(authTime)
+	c.RequestedAt = secondUTC(requestedAt)
+	c.Extra = map[string]any{"azp": ar.GetClient().GetID()}
+	scopes := ar.GetGrantedScopes()
+	if scopes.Has("email") {
+		c.Extra["email"] = user.Email
+		c.Extra["email_verified"] = user.EmailVerified
+	}
+	if scopes.Has("profile") {
+		c.Extra["name"] = user.Name
+	}
+	if amr := amrFor(method); amr != "" {
+		c.AuthenticationMethodsReferences = []string{amr}
+	}
+	if ar.GetRequestForm().Get("acr_values") != "" {
+		// Every Gatehouse login is one authentication factor: ACR level "1". Without this,
+		// fosite would write "0" for any request carrying acr_values.
+		c.AuthenticationContextClassReference = acrSingleFactor
+	}
+	return s
+}
+
+const acrSingleFactor = "1"
+
+// amrFor maps a login method to its RFC 8176 amr value.
+func amrFor(method string) string {
+	switch method {
+	case publicauth.MethodPassword:
+		return "pwd"
+	}
+	return ""
+}
+
+// hasConsent reports whether the user already granted the client every scope in scopes.
+func (p *Provider) hasConsent(ctx context.Context, userID, clientID string, scopes []string) (bool, error) {
+	c, err := p.store.ConsentFor(ctx, userID, clientID)
+	if errors.Is(err, storage.ErrNotFound) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	for _, s := range scopes {
+		if !slices.Contains(c.Scopes, s) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// idTokenHintSubject verifies that hint is an ID token this provider signed (an expired one
+// is accepted, as OpenID Connect Core §3.1.2.1 allows) and returns its subject.
+func (p *Provider) idTokenHintSubject(hint string) (string, error) {
+	claims, err := p.verifyIDTokenHint(hint)
+	if err != nil {
+		return "", err
+	}
+	sub, _ := claims["sub"].(string)
+	return sub, nil
+}
+
+// authorizeError answers a failed authorization request. Without a verified redirect URI
+// (unknown client, unregistered redirect_uri) it shows an error page and never redirects;
+// otherwise it redirects (or form-posts) error, error_description, state and iss.
+func (p *Provider) authorizeError(w http.ResponseWriter, r *http.Request, ar fosite.AuthorizeRequester, err error) {
+	err = asTemporarilyUnavailable(err)
+	p.logServerError(r, "authorization request failed", err)
+	rfc := fosite.ErrorToRFC6749Error(err)
+	description := sanitizeDescription(rfc.GetDescription())
+	if ar == nil || !ar.IsRedirectURIValid() {
+		status := rfc.CodeField
+		if status < 400 || status == http.StatusUnauthorized {
+			// An unknown client is fosite's 401 invalid_client, but a page has no
+			// WWW-Authenticate challenge to offer: it is a bad request.
+			status = http.StatusBadRequest
+		}
+		p.pages.error(w, r, status, "The request cannot be completed", description)
+		return
+	}
+	params := url.Values{"error": {rfc.ErrorField}, "iss": {p.cfg.Issuer}}
+	if description != "" {
+		params.Set("error_description", description)
+	}
+	if state := ar.GetState(); state != "" {
+		params.Set("state", state)
+	}
+	redirect := *ar.GetRedirectURI()
+	w.Header().Set("Cache-Control", "no-store")
+	if ar.GetResponseMode() == fosite.ResponseModeFormPost {
+		w.Header().Set("Content-Type", "text/html;charset=UTF-8")
+		fosite.WriteAuthorizeFormPostResponse(redirect.String(), params, fosite.DefaultFormPostTemplate, w)
+		return
+	}
+	q := redirect.Query()
+	for k, v := range params {
+		q[k] = v
+	}
+	redirect.RawQuery, redirect.Fragment = q.Encode(), ""
+	w.Header().Set("Location", redirect.String())
+	w.WriteHeader(http.StatusSeeOther)
+}
+
+// sanitizeDescription keeps error_description within RFC 6749's character set: no double
+// quote and no backslash.
+func sanitizeDescription(s string) string {
+	return strings.NewReplacer(`"`, "'", `\`, "").Replace(s)
+}

@@ -1,0 +1,158 @@
+package provider
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/gatehouse-id/gatehouse/storage"
+)
+
+// Config is the data that configures a Provider. The zero value of every field but Secret
+// has a working default, stated on the field; New validates the whole struct at once.
+type Config struct {
+	// Issuer is the public base URL of the provider: the `iss` of every token and the prefix
+	// of every endpoint in discovery. No trailing slash. Default "http://localhost:8080".
+	Issuer string
+	// DSN selects the database: "sqlite:PATH" or "postgres://…". Default
+	// "sqlite:gatehouse.db". Ignored when WithStore is given.
+	DSN string
+	// Secret is the system secret (at least 32 bytes). Client secrets are keyed-hashed
+	// and signing keys encrypted under keys derived from it. Required.
+	Secret []byte
+
+	// AuthorizeCodeLifespan: default 10 minutes.
+	AuthorizeCodeLifespan time.Duration
+	// AccessTokenLifespan: default 1 hour.
+	AccessTokenLifespan time.Duration
+	// IDTokenLifespan: default 1 hour.
+	IDTokenLifespan time.Duration
+	// RefreshTokenLifespan: default 30 days.
+	RefreshTokenLifespan time.Duration
+	// PublicSessionLifespan is how long a `public-session` lasts: default 7 days.
+	PublicSessionLifespan time.Duration
+	// AdminSessionLifespan is how long an `admin-session` lasts: default 8 hours.
+	AdminSessionLifespan time.Duration
+	// LoginRequestLifespan is how long a user has to log in and consent once an
+	// authorization request has been paused for it: default 30 minutes.
+	LoginRequestLifespan time.Duration
+
+	// AccessTokenAlg is the JWS algorithm of access tokens: "RS256" (default) or "ES256".
+	AccessTokenAlg string
+	// AllowConfidentialWithoutPKCE relaxes the PKCE requirement for confidential clients.
+	// Default false: every authorization request must carry an S256 code_challenge.
+	AllowConfidentialWithoutPKCE bool
+	// SkipMigrate leaves the database schema alone at start-up (run `migrate` yourself).
+	// Default false: pending migrations are applied by New.
+	SkipMigrate bool
+	// JanitorInterval is how often expired rows are deleted: default 10 minutes; a negative
+	// value turns the janitor off.
+	JanitorInterval time.Duration
+	// KeyReloadInterval is how often the key set is re-read from the database, so a key
+	// rotated on another replica is picked up: default 1 minute.
+	KeyReloadInterval time.Duration
+	// TemplateDir, when set, holds *.html files that replace the embedded hosted pages of
+	// the same name (login.html, register.html, consent.html, error.html, logged_out.html).
+	TemplateDir string
+}
+
+// Option supplies a collaborator to New.
+type Option func(*options) error
+
+type options struct {
+	now    func() time.Time
+	random io.Reader
+	logger *slog.Logger
+	store  *storage.Store
+}
+
+// WithClock makes the provider read time from now (tests); nil means the real clock.
+func WithClock(now func() time.Time) Option {
+	return func(o *options) error { o.now = now; return nil }
+}
+
+// WithRandom makes the provider draw randomness from r (tests); nil means crypto/rand.
+func WithRandom(r io.Reader) Option {
+	return func(o *options) error { o.random = r; return nil }
+}
+
+// WithLogger sets the logger; nil means slog.Default().
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) error { o.logger = l; return nil }
+}
+
+// WithStore makes the provider use an already opened store instead of opening Config.DSN.
+// The caller keeps ownership: Close does not close it.
+func WithStore(s *storage.Store) Option {
+	return func(o *options) error {
+		if s == nil {
+			return errors.New("provider: WithStore(nil)")
+		}
+		o.store = s
+		return nil
+	}
+}
+
+// withDefaults returns cfg with every zero field set to its documented default, or an error
+// naming every invalid field.
+func (cfg Config) withDefaults() (Config, error) {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	if cfg.Issuer == "" {
+		cfg.Issuer = "http://localhost:8080"
+	}
+	cfg.Issuer = strings.TrimRight(cfg.Issuer, "/")
+	if cfg.DSN == "" {
+		cfg.DSN = "sqlite:gatehouse.db"
+	}
+	def(&cfg.AuthorizeCodeLifespan, 10*time.Minute)
+	def(&cfg.AccessTokenLifespan, time.Hour)
+	def(&cfg.IDTokenLifespan, time.Hour)
+	def(&cfg.RefreshTokenLifespan, 30*24*time.Hour)
+	def(&cfg.PublicSessionLifespan, 7*24*time.Hour)
+	def(&cfg.AdminSessionLifespan, 8*time.Hour)
+	def(&cfg.LoginRequestLifespan, 30*time.Minute)
+	def(&cfg.JanitorInterval, 10*time.Minute)
+	def(&cfg.KeyReloadInterval, time.Minute)
+	if cfg.AccessTokenAlg == "" {
+		cfg.AccessTokenAlg = AlgRS256
+	}
+
+	var errs []error
+	if u, err := url.Parse(cfg.Issuer); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		errs = append(errs, fmt.Errorf("issuer %q must be an absolute http(s) URL without query or fragment", cfg.Issuer))
+	}
+	if len(cfg.Secret) < 32 {
+		errs = append(errs, errors.New("secret must be at least 32 bytes"))
+	}
+	if cfg.AccessTokenAlg != AlgRS256 && cfg.AccessTokenAlg != AlgES256 {
+		errs = append(errs, fmt.Errorf("access token algorithm %q is not RS256 or ES256", cfg.AccessTokenAlg))
+	}
+	for name, d := range map[string]time.Duration{
+		"authorize code lifespan": cfg.AuthorizeCodeLifespan, "access token lifespan": cfg.AccessTokenLifespan,
+		"id token lifespan": cfg.IDTokenLifespan, "refresh token lifespan": cfg.RefreshTokenLifespan,
+		"public session lifespan": cfg.PublicSessionLifespan, "admin session lifespan": cfg.AdminSessionLifespan,
+		"login request lifespan": cfg.LoginRequestLifespan, "key reload interval": cfg.KeyReloadInterval,
+	} {
+		if d < 0 {
+			errs = append(errs, fmt.Errorf("%s must be positive", name))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return cfg, fmt.Errorf("provider: invalid config: %w", err)
+	}
+	return cfg, nil
+}
+
+// JWS algorithms the provider signs with.
+const (
+	AlgRS256 = "RS256"
+	AlgES256 = "ES256"
+)

@@ -1,0 +1,89 @@
+package provider
+
+import (
+	"net/http"
+)
+
+// discoveryDocument is OpenID Connect Discovery 1.0 §3 metadata. It advertises exactly
+// what works: no implicit flow, no request objects, S256 only.
+type discoveryDocument struct {
+	Issuer                                     string   `json:"issuer"`
+	AuthorizationEndpoint                      string   `json:"authorization_endpoint"`
+	TokenEndpoint                              string   `json:"token_endpoint"`
+	UserinfoEndpoint                           string   `json:"userinfo_endpoint"`
+	JWKSURI                                    string   `json:"jwks_uri"`
+	RevocationEndpoint                         string   `json:"revocation_endpoint"`
+	IntrospectionEndpoint                      string   `json:"introspection_endpoint"`
+	EndSessionEndpoint                         string   `json:"end_session_endpoint"`
+	ScopesSupported                            []string `json:"scopes_supported"`
+	ResponseTypesSupported                     []string `json:"response_types_supported"`
+	ResponseModesSupported                     []string `json:"response_modes_supported"`
+	GrantTypesSupported                        []string `json:"grant_types_supported"`
+	SubjectTypesSupported                      []string `json:"subject_types_supported"`
+	IDTokenSigningAlgValuesSupported           []string `json:"id_token_signing_alg_values_supported"`
+	TokenEndpointAuthMethodsSupported          []string `json:"token_endpoint_auth_methods_supported"`
+	RevocationEndpointAuthMethodsSupported     []string `json:"revocation_endpoint_auth_methods_supported"`
+	IntrospectionEndpointAuthMethodsSupported  []string `json:"introspection_endpoint_auth_methods_supported"`
+	CodeChallengeMethodsSupported              []string `json:"code_challenge_methods_supported"`
+	ClaimsSupported                            []string `json:"claims_supported"`
+	PromptValuesSupported                      []string `json:"prompt_values_supported"`
+	DisplayValuesSupported                     []string `json:"display_values_supported"`
+	ACRValuesSupported                         []string `json:"acr_values_supported"`
+	UILocalesSupported                         []string `json:"ui_locales_supported"`
+	ClaimsLocalesSupported                     []string `json:"claims_locales_supported"`
+	ClaimsParameterSupported                   bool     `json:"claims_parameter_supported"`
+	RequestParameterSupported                  bool     `json:"request_parameter_supported"`
+	RequestURIParameterSupported               bool     `json:"request_uri_parameter_supported"`
+	AuthorizationResponseIssParameterSupported bool     `json:"authorization_response_iss_parameter_supported"`
+	FrontchannelLogoutSupported                bool     `json:"frontchannel_logout_supported"`
+	BackchannelLogoutSupported                 bool     `json:"backchannel_logout_supported"`
+}
+
+// scopesSupported are the scopes Gatehouse understands.
+var scopesSupported = []string{"openid", "profile", "email", "offline_access", "manage_permissions"}
+
+func (p *Provider) discoveryDocument() discoveryDocument {
+	iss := p.cfg.Issuer
+	return discoveryDocument{
+		Issuer:                                    iss,
+		AuthorizationEndpoint:                     iss + "/api/oauth/authorize",
+		TokenEndpoint:                             iss + "/api/oauth/token",
+		UserinfoEndpoint:                          iss + "/api/oauth/userinfo",
+		JWKSURI:                                   iss + "/.well-known/jwks.json",
+		RevocationEndpoint:                        iss + "/api/oauth/revoke",
+		IntrospectionEndpoint:                     iss + "/api/oauth/introspect",
+		EndSessionEndpoint:                        iss + "/api/oauth/logout",
+		ScopesSupported:                           scopesSupported,
+		ResponseTypesSupported:                    []string{"code"},
+		ResponseModesSupported:                    []string{"query", "form_post"},
+		GrantTypesSupported:                       []string{"authorization_code", "refresh_token", "client_credentials"},
+		SubjectTypesSupported:                     []string{"public"},
+		IDTokenSigningAlgValuesSupported:          []string{AlgRS256, AlgES256},
+		TokenEndpointAuthMethodsSupported:         []string{"client_secret_basic", "client_secret_post", "none"},
+		RevocationEndpointAuthMethodsSupported:    []string{"client_secret_basic", "client_secret_post", "none"},
+		IntrospectionEndpointAuthMethodsSupported: []string{"client_secret_basic"},
+		CodeChallengeMethodsSupported:             []string{"S256"},
+		ClaimsSupported: []string{"sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "azp",
+			"acr", "amr", "email", "email_verified", "name", "updated_at"},
+		PromptValuesSupported:                      []string{"none", "login", "consent", "select_account"},
+		DisplayValuesSupported:                     []string{"page", "popup", "touch", "wap"},
+		ACRValuesSupported:                         []string{acrSingleFactor},
+		UILocalesSupported:                         []string{"en"},
+		ClaimsLocalesSupported:                     []string{"en"},
+		AuthorizationResponseIssParameterSupported: true,
+	}
+}
+
+func (p *Provider) discovery(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Access-Control-Allow-Origin", "*")
+	writeCacheableJSON(w, p.discoveryDocument(), "public, max-age=3600")
+}
+
+// jwks publishes the public signing keys (RFC 7517). Clients cache it briefly and refetch
+// on an unknown kid, so a short max-age keeps rotation smooth.
+func (p *Provider) jwks(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Access-Control-Allow-Origin", "*")
+	w.Header().Set("Content-Type", "application/jwk-set+json")
+	w.Header().Set("Cache-Control", "public, max-age=60")
+	_, _ = w.Write(p.keys.jwks())
+}

@@ -1,0 +1,23 @@
+// Package provider is Gatehouse's importable entry point: an OpenID Connect provider that
+// is an http.Handler.
+//
+//	p, err := provider.New(provider.Config{
+//		Issuer: "https://login.example.com",
+//		DSN:    "postgres://gatehouse@db/gatehouse",
+//		Secret: secret, // 32+ bytes, kept in your secret store
+//	})
+//	if err != nil { … }
+//	defer p.Close()
+//	http.ListenAndServe(":8080", p)
+//
+// New assembles ory/fosite from typed handlers — authorization code with PKCE (S256 only),
+// refresh token rotation with reuse detection, client credentials, revocation (RFC 7009),
+// introspection (RFC 7662) and OpenID Connect — over the GORM storage of package storage,
+// with JWT access tokens (RFC 9068) and ID tokens signed by keys it creates, encrypts under
+// the system secret and rotates (RotateKeys). It serves the hosted login, registration and
+// consent pages, RP-initiated logout, discovery and JWKS, and mounts the public
+// authentication API of package publicauth.
+//
+// The admin methods (CreateClient, ListClients, DeleteClient, CreateUser, RotateKeys) are
+// what the bundled CLI calls.
+package provider

@@ -1,0 +1,273 @@
+package provider
+
+import (
+	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/go-jose/go-jose/v3"
+
+	"github.com/gatehouse-id/gatehouse/storage"
+)
+
+// keyStore is what the key set needs from storage.
+type keyStore interface {
+	// SigningKeys returns every stored key, oldest first.
+	SigningKeys(ctx context.Context) ([]*storage.SigningKey, error)
+	// AddSigningKey retires the active keys of k.Algorithm and inserts k, atomically.
+	AddSigningKey(ctx context.Context, k *storage.SigningKey) error
+}
+
+// signingKey is a decrypted key of the set.
+type signingKey struct {
+	kid       string
+	alg       string
+	private   jose.JSONWebKey // carries KeyID and Algorithm, so every JWS names its kid
+	public    jose.JSONWebKey
+	createdAt time.Time
+	retiredAt *time.Time
+}
+
+// keySet holds the provider's signing keys in memory: one active key per algorithm plus the
+// retired keys that are still published because tokens they signed may not have expired.
+// It re-reads the database every reloadEvery, so a rotation on any replica reaches all.
+type keySet struct {
+	store       keyStore
+	sealer      sealer
+	random      io.Reader
+	now         func() time.Time
+	retention   time.Duration
+	reloadEvery time.Duration
+	log         *slog.Logger
+
+	mu        sync.RWMutex
+	decrypted map[string]*signingKey // every key ever decrypted, by kid; keys never change
+	published []*signingKey          // active and still-valid retired keys, oldest first
+	byKID     map[string]*signingKey
+	active    map[string]*signingKey // by algorithm
+	jwksJSON  []byte
+}
+
+var supportedAlgs = []string{AlgRS256, AlgES256}
+
+// ensure loads the key set and creates an active key for every algorithm that has none
+// (the first start of a deployment).
+func (ks *keySet) ensure(ctx context.Context) error {
+	if err := ks.load(ctx); err != nil {
+		return err
+	}
+	created := false
+	for _, alg := range supportedAlgs {
+		ks.mu.RLock()
+		_, ok := ks.active[alg]
+		ks.mu.RUnlock()
+		if !ok {
+			if err := ks.add(ctx, alg); err != nil {
+				return err
+			}
+			created = true
+		}
+	}
+	if created {
+		return ks.load(ctx)
+	}
+	return nil
+}
+
+// rotate adds a new active key for every algorithm; the previous ones stay published until
+// every token they signed has expired.
+func (ks *keySet) rotate(ctx context.Context) error {
+	for _, alg := range supportedAlgs {
+		if err := ks.add(ctx, alg); err != nil {
+			return err
+		}
+	}
+	return ks.load(ctx)
+}
+
+func (ks *keySet) add(ctx context.Context, alg string) error {
+	var priv crypto.Signer
+	var err error
+	switch alg {
+	case AlgRS256:
+		priv, err = rsa.GenerateKey(ks.random, 2048)
+	case AlgES256:
+		priv, err = ecdsa.GenerateKey(elliptic.P256(), ks.random)
+	default:
+		err = fmt.Errorf("unsupported algorithm %q", alg)
+	}
+	if err != nil {
+		return fmt.Errorf("generate %s key: %w", alg, err)
+	}
+	pub := jose.JSONWebKey{Key: priv.Public(), Algorithm: alg, Use: "sig"}
+	thumb, err := pub.Thumbprint(crypto.SHA256)
+	if err != nil {
+		return err
+	}
+	kid := base64.RawURLEncoding.EncodeToString(thumb)
+	der, err := x509.MarshalPKCS8PrivateKey(priv)
+	if err != nil {
+		return err
+	}
+	sealed, err := ks.sealer.seal(ks.random, der, kid)
+	if err != nil {
+		return err
+	}
+	return ks.store.AddSigningKey(ctx, &storage.SigningKey{
+		KID: kid, Algorithm: alg, Sealed: sealed, CreatedAt: ks.now().UTC(),
+	})
+}
+
+// load re-reads the stored keys and rebuilds the published set and the JWKS document.
+func (ks *keySet) load(ctx context.Context) error {
+	rows, err := ks.store.SigningKeys(ctx)
+	if err != nil {
+		return fmt.Errorf("load signing keys: %w", err)
+	}
+	now := ks.now()
+	published := make([]*signingKey, 0, len(rows))
+	active := map[string]*signingKey{}
+	for _, row := range rows {
+		if row.RetiredAt != nil && !row.RetiredAt.Add(ks.retention).After(now) {
+			continue
+		}
+		k, err := ks.decrypt(row)
+		if err != nil {
+			return err
+		}
+		published = append(published, k)
+		if row.RetiredAt == nil {
+			// Two replicas starting at once may both create a key; the newest one signs.
+			if cur, ok := active[k.alg]; !ok || !k.createdAt.Before(cur.createdAt) {
+				active[k.alg] = k
+			}
+		}
+	}
+	sort.SliceStable(published, func(i, j int) bool { return published[i].createdAt.Before(published[j].createdAt) })
+	set := jose.JSONWebKeySet{Keys: make([]jose.JSONWebKey, 0, len(published))}
+	byKID := make(map[string]*signingKey, len(published))
+	for _, k := range published {
+		set.Keys = append(set.Keys, k.public)
+		byKID[k.kid] = k
+	}
+	doc, err := json.Marshal(set)
+	if err != nil {
+		return err
+	}
+	ks.mu.Lock()
+	ks.published, ks.byKID, ks.active, ks.jwksJSON = published, byKID, active, doc
+	ks.mu.Unlock()
+	return nil
+}
+
+func (ks *keySet) decrypt(row *storage.SigningKey) (*signingKey, error) {
+	ks.mu.RLock()
+	k, ok := ks.decrypted[row.KID]
+	ks.mu.RUnlock()
+	if ok {
+		k2 := *k
+		k2.retiredAt = row.RetiredAt
+		return &k2, nil
+	}
+	der, err := ks.sealer.open(row.Sealed, row.KID)
+	if err != nil {
+		return nil, err
+	}
+	parsed, err := x509.ParsePKCS8PrivateKey(der)
+	if err != nil {
+		return nil, fmt.Errorf("signing key %s: %w", row.KID, err)
+	}
+	priv, ok := parsed.(crypto.Signer)
+	if !ok {
+		return nil, fmt.Errorf("signing key %s: unsupported key type %T", row.KID, parsed)
+	}
+	k = &signingKey{
+		kid:       row.KID,
+		alg:       row.Algorithm,
+		private:   jose.JSONWebKey{Key: priv, KeyID: row.KID, Algorithm: row.Algorithm, Use: "sig"},
+		public:    jose.JSONWebKey{Key: priv.Public(), KeyID: row.KID, Algorithm: row.Algorithm, Use: "sig"},
+		createdAt: row.CreatedAt,
+		retiredAt: row.RetiredAt,
+	}
+	ks.mu.Lock()
+	if ks.decrypted == nil {
+		ks.decrypted = map[string]*signingKey{}
+	}
+	ks.decrypted[row.KID] = k
+	ks.mu.Unlock()
+	k2 := *k
+	return &k2, nil
+}
+
+// run reloads the set until ctx ends.
+func (ks *keySet) run(ctx context.Context) {
+	t := time.NewTicker(ks.reloadEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := ks.load(ctx); err != nil && ctx.Err() == nil {
+				ks.log.Error("reloading signing keys failed", "error", err)
+			}
+		}
+	}
+}
+
+var errNoActiveKey = errors.New("no active signing key")
+
+func (ks *keySet) activeKey(alg string) (*signingKey, error) {
+	ks.mu.RLock()
+	defer ks.mu.RUnlock()
+	k, ok := ks.active[alg]
+	if !ok {
+		return nil, fmt.Errorf("%w for %s", errNoActiveKey, alg)
+	}
+	return k, nil
+}
+
+func (ks *keySet) lookup(kid string) (*signingKey, bool) {
+	ks.mu.RLock()
+	defer ks.mu.RUnlock()
+	k, ok := ks.byKID[kid]
+	return k, ok
+}
+
+// jwks returns the JSON Web Key Set document: public keys only.
+func (ks *keySet) jwks() []byte {
+	ks.mu.RLock()
+	defer ks.mu.RUnlock()
+	return ks.jwksJSON
+}
+
+// infos describes the published keys for the admin CLI.
+func (ks *keySet) infos() []KeyInfo {
+	ks.mu.RLock()
+	defer ks.mu.RUnlock()
+	out := make([]KeyInfo, 0, len(ks.published))
+	for _, k := range ks.published {
+		out = append(out, KeyInfo{KID: k.kid, Algorithm: k.alg, CreatedAt: k.createdAt, RetiredAt: k.retiredAt})
+	}
+	return out
+}
+
+// KeyInfo describes one published signing key.
+type KeyInfo struct {
+	KID       string     `json:"kid"`
+	Algorithm string     `json:"alg"`
+	CreatedAt time.Time  `json:"created_at"`
+	RetiredAt *time.Time `json:"retired_at,omitempty"`
+}

@@ -1,0 +1,118 @@
+package provider
+
+import (
+	"context"
+	"time"
+
+	"github.com/ory/fosite"
+	"github.com/ory/fosite/handler/oauth2"
+	"github.com/ory/fosite/handler/openid"
+	"github.com/ory/fosite/handler/pkce"
+	"github.com/ory/fosite/token/hmac"
+
+	"github.com/gatehouse-id/gatehouse/storage"
+)
+
+// idTokenStrategy signs each client's ID tokens with the algorithm it registered (RS256
+// unless `client create --id-token-alg ES256`).
+type idTokenStrategy struct {
+	rs256, es256 *openid.DefaultStrategy
+}
+
+func (s *idTokenStrategy) GenerateIDToken(ctx context.Context, lifespan time.Duration, r fosite.Requester) (string, error) {
+	if c, ok := r.GetClient().(*storage.Client); ok && c.IDTokenAlg == AlgES256 {
+		return s.es256.GenerateIDToken(ctx, lifespan, r)
+	}
+	return s.rs256.GenerateIDToken(ctx, lifespan, r)
+}
+
+// fositeStore is everything fosite's handlers need from storage.
+type fositeStore interface {
+	fosite.Storage
+	oauth2.CoreStorage
+	oauth2.TokenRevocationStorage
+	openid.OpenIDConnectRequestStorage
+	pkce.PKCERequestStorage
+}
+
+// newOAuth2Provider assembles fosite from typed handlers: authorization code (with PKCE and
+// OpenID Connect), refresh token, client credentials, introspection and revocation. Nothing
+// else is enabled — no implicit or hybrid flow, no password grant.
+func newOAuth2Provider(cfg Config, store fositeStore, keys *keySet, now func() time.Time) (*fosite.Fosite, *jwtSigner) {
+	fc := &fosite.Config{
+		AccessTokenLifespan:            cfg.AccessTokenLifespan,
+		RefreshTokenLifespan:           cfg.RefreshTokenLifespan,
+		AuthorizeCodeLifespan:          cfg.AuthorizeCodeLifespan,
+		IDTokenLifespan:                cfg.IDTokenLifespan,
+		IDTokenIssuer:                  cfg.Issuer,
+		AccessTokenIssuer:              cfg.Issuer,
+		TokenURL:                       cfg.Issuer + "/api/oauth/token",
+		ScopeStrategy:                  fosite.ExactScopeStrategy,
+		AudienceMatchingStrategy:       fosite.DefaultAudienceMatchingStrategy,
+		EnforcePKCE:                    !cfg.AllowConfidentialWithoutPKCE,
+		EnforcePKCEForPublicClients:    true,
+		EnablePKCEPlainChallengeMethod: false,
+		AllowedPromptValues:            []string{"none", "login", "consent", "select_account"},
+		RefreshTokenScopes:             []string{"offline_access"},
+		MinParameterEntropy:            fosite.MinParameterEntropy,
+		SendDebugMessagesToClients:     false,
+		UseLegacyErrorFormat:           false,
+		ClientSecretsHasher:            secretHasher{key: deriveKey(cfg.Secret, "client-secrets")},
+		GlobalSecret:                   deriveKey(cfg.Secret, "token-hmac"),
+		TokenEntropy:                   32,
+	}
+	opaque := oauth2.NewHMACSHAStrategyUnPrefixed(&hmac.HMACStrategy{Config: fc}, fc)
+	tokens := &tokenStrategy{
+		HMACSHAStrategyUnPrefixed: opaque,
+		signer:                    &jwtSigner{keys: keys, alg: cfg.AccessTokenAlg},
+		issuer:                    cfg.Issuer,
+		lifespan:                  cfg.AccessTokenLifespan,
+		now:                       now,
+	}
+	// Verification looks keys up by kid, so either algorithm's signer verifies any token.
+	idSigner := &jwtSigner{keys: keys, alg: AlgRS256}
+	idTokens := &openid.IDTokenHandleHelper{IDTokenStrategy: &idTokenStrategy{
+		rs256: &openid.DefaultStrategy{Signer: idSigner, Config: fc},
+		es256: &openid.DefaultStrategy{Signer: &jwtSigner{keys: keys, alg: AlgES256}, Config: fc},
+	}}
+
+	code := &oauth2.AuthorizeExplicitGrantHandler{
+		AccessTokenStrategy:    tokens,
+		RefreshTokenStrategy:   tokens,
+		AuthorizeCodeStrategy:  tokens,
+		CoreStorage:            store,
+		TokenRevocationStorage: store,
+		Config:                 fc,
+	}
+	refresh := &oauth2.RefreshTokenGrantHandler{
+		AccessTokenStrategy:    tokens,
+		RefreshTokenStrategy:   tokens,
+		TokenRevocationStorage: store,
+		Config:                 fc,
+	}
+	clientCredentials := &oauth2.ClientCredentialsGrantHandler{
+		HandleHelper: &oauth2.HandleHelper{AccessTokenStrategy: tokens, AccessTokenStorage: store, Config: fc},
+		Config:       fc,
+	}
+	oidcCode := &openid.OpenIDConnectExplicitHandler{
+		OpenIDConnectRequestStorage:   store,
+		OpenIDConnectRequestValidator: openid.NewOpenIDConnectRequestValidator(idSigner, fc),
+		Config:                        fc,
+		IDTokenHandleHelper:           idTokens,
+	}
+	oidcRefresh := &openid.OpenIDConnectRefreshHandler{IDTokenHandleHelper: idTokens, Config: fc}
+	pkceHandler := &pkce.Handler{AuthorizeCodeStrategy: tokens, Storage: store, Config: fc}
+	introspection := &oauth2.CoreValidator{CoreStrategy: tokens, CoreStorage: store, Config: fc}
+	revocation := &oauth2.TokenRevocationHandler{
+		TokenRevocationStorage: store,
+		RefreshTokenStrategy:   tokens,
+		AccessTokenStrategy:    tokens,
+	}
+
+	// The order follows fosite's compose: grant handlers first, OpenID Connect next, PKCE last.
+	fc.AuthorizeEndpointHandlers = fosite.AuthorizeEndpointHandlers{code, oidcCode, pkceHandler}
+	fc.TokenEndpointHandlers = fosite.TokenEndpointHandlers{code, clientCredentials, refresh, oidcCode, oidcRefresh, pkceHandler}
+	fc.TokenIntrospectionHandlers = fosite.TokenIntrospectionHandlers{introspection}
+	fc.RevocationHandlers = fosite.RevocationHandlers{revocation}
+	return fosite.NewOAuth2Provider(store, fc), idSigner
+}

@@ -1,0 +1,173 @@
+package provider_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gatehouse-id/gatehouse/provider"
+	"github.com/gatehouse-id/gatehouse/storage"
+	"github.com/gatehouse-id/gatehouse/storage/storagetest"
+)
+
+// cuttableProxy forwards TCP to a database and can cut every connection, as a database
+// restart or a network partition would.
+type cuttableProxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	down   bool
+	conns  map[net.Conn]struct{}
+}
+
+func startProxy(t *testing.T, target string) *cuttableProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cuttableProxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	t.Cleanup(func() { _ = ln.Close(); p.setDown(true) })
+	go p.serve()
+	return p
+}
+
+func (p *cuttableProxy) serve() {
+	for {
+		client, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		down := p.down
+		p.mu.Unlock()
+		if down {
+			_ = client.Close()
+			continue
+		}
+		server, err := net.DialTimeout("tcp", p.target, 2*time.Second)
+		if err != nil {
+			_ = client.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns[client], p.conns[server] = struct{}{}, struct{}{}
+		p.mu.Unlock()
+		go func() { _, _ = io.Copy(server, client); _ = server.Close() }()
+		go func() { _, _ = io.Copy(client, server); _ = client.Close() }()
+	}
+}
+
+// setDown cuts (true) or restores (false) the database.
+func (p *cuttableProxy) setDown(down bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = down
+	if down {
+		for c := range p.conns {
+			_ = c.Close()
+		}
+		p.conns = map[net.Conn]struct{}{}
+	}
+}
+
+// TestDatabaseOutage: while Postgres is unreachable the provider answers 503 (OAuth's
+// temporarily_unavailable, the JSON API's Service Unavailable, /readyz-style Ready errors),
+// and once it is back the same process serves again with no restart.
+func TestDatabaseOutage(t *testing.T) {
+	var backend *storagetest.Backend
+	for _, b := range storagetest.Backends(t) {
+		if b.Name == "postgres" {
+			backend = &b
+		}
+	}
+	if backend == nil {
+		t.Skip("needs Postgres (" + storagetest.EnvPostgresDSN + ")")
+	}
+	dsn, err := url.Parse(backend.DSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := startProxy(t, dsn.Host)
+	dsn.Host = proxy.ln.Addr().String()
+
+	ctx := context.Background()
+	store, err := storage.Open(ctx, dsn.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	p, err := provider.New(provider.Config{Issuer: "http://127.0.0.1", Secret: []byte(strings.Repeat("o", 32)), JanitorInterval: -1},
+		provider.WithStore(store), provider.WithLogger(discardLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	client, err := p.CreateClient(ctx, provider.ClientSpec{ID: "svc", GrantTypes: []string{"client_credentials"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+
+	token := func() (int, string) {
+		resp, err := http.PostForm(srv.URL+"/api/oauth/token", url.Values{
+			"grant_type": {"client_credentials"}, "client_id": {"svc"}, "client_secret": {client.ClientSecret}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var body struct {
+			Error string `json:"error"`
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&body)
+		return resp.StatusCode, body.Error
+	}
+	login := func() int {
+		resp, err := http.Post(srv.URL+"/api/public/login", "application/json", strings.NewReader(`{"email":"a@example.com","password":"whatever it is"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+
+	if status, _ := token(); status != http.StatusOK {
+		t.Fatalf("before the outage: got %d, want 200", status)
+	}
+
+	proxy.setDown(true)
+	if status, code := token(); status != http.StatusServiceUnavailable || code != "temporarily_unavailable" {
+		t.Errorf("token during the outage: got %d %q, want 503 temporarily_unavailable", status, code)
+	}
+	if status := login(); status != http.StatusServiceUnavailable {
+		t.Errorf("login during the outage: got %d, want 503", status)
+	}
+	if err := p.Ready(ctx); err == nil {
+		t.Error("Ready during the outage: got nil, want an error")
+	}
+
+	proxy.setDown(false)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		status, _ := token()
+		if status == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the outage: still %d after 10s, want 200", status)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if status := login(); status != http.StatusUnauthorized {
+		t.Errorf("login after the outage: got %d, want 401 (unknown user)", status)
+	}
+}

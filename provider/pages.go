@@ -1,0 +1,108 @@
+package provider
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"html/template"
+	"net/http"
+	"os"
+	"path/filepath"
+)
+
+//go:embed templates
+var embeddedTemplates embed.FS
+
+// pageNames are the hosted pages; each may be replaced by a file of the same name in
+// Config.TemplateDir. layout.html (the shared "top" and "bottom") may be replaced too.
+var pageNames = []string{"login", "register", "consent", "error", "logged_out", "signed_in"}
+
+// pages renders the hosted pages with headers that keep them safe: a CSP that loads
+// nothing from other origins and forbids framing, no caching, no referrer.
+type pages struct {
+	byName map[string]*template.Template
+	css    []byte
+}
+
+func newPages(dir string) (*pages, error) {
+	read := func(name string) ([]byte, error) {
+		if dir != "" {
+			b, err := os.ReadFile(filepath.Join(dir, name))
+			if err == nil {
+				return b, nil
+			} else if !os.IsNotExist(err) {
+				return nil, err
+			}
+		}
+		return embeddedTemplates.ReadFile("templates/" + name)
+	}
+	layout, err := read("layout.html")
+	if err != nil {
+		return nil, err
+	}
+	ps := &pages{byName: map[string]*template.Template{}}
+	for _, name := range pageNames {
+		body, err := read(name + ".html")
+		if err != nil {
+			return nil, err
+		}
+		t, err := template.New(name).Parse(string(layout))
+		if err == nil {
+			t, err = t.Parse(string(body))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("template %s: %w", name, err)
+		}
+		ps.byName[name] = t
+	}
+	if ps.css, err = read("style.css"); err != nil {
+		return nil, err
+	}
+	return ps, nil
+}
+
+var pageTitles = map[string]string{
+	"login": "Sign in", "register": "Create your account", "consent": "Allow access?",
+	"logged_out": "Signed out", "signed_in": "Signed in",
+}
+
+// render writes page name with data (a map; Title is added when missing).
+func (ps *pages) render(w http.ResponseWriter, r *http.Request, status int, name string, data map[string]any) {
+	if data == nil {
+		data = map[string]any{}
+	}
+	if _, ok := data["Title"]; !ok {
+		data["Title"] = pageTitles[name]
+	}
+	var buf bytes.Buffer
+	if err := ps.byName[name].Execute(&buf, data); err != nil {
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	setPageHeaders(w)
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// error shows the error page; it never redirects.
+func (ps *pages) error(w http.ResponseWriter, r *http.Request, status int, title, message string) {
+	ps.render(w, r, status, "error", map[string]any{"Title": title, "Message": message})
+}
+
+func (ps *pages) style(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/css; charset=utf-8")
+	w.Header().Set("Cache-Control", "public, max-age=3600")
+	_, _ = w.Write(ps.css)
+}
+
+// setPageHeaders: no form-action directive, because browsers apply it to the redirect
+// chain after a form POST, which must end at the client's redirect URI.
+func setPageHeaders(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; base-uri 'none'; frame-ancestors 'none'")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cache-Control", "no-store")
+}

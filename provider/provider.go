@@ -1,0 +1,173 @@
+package provider
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/gorilla/mux"
+	"github.com/ory/fosite"
+
+	"github.com/gatehouse-id/gatehouse/publicauth"
+	"github.com/gatehouse-id/gatehouse/storage"
+)
+
+// Provider is a complete OpenID Connect provider: an http.Handler serving the OAuth 2.0 and
+// OpenID Connect endpoints under /api/oauth/ and /.well-known/, the public authentication
+// API under /api/public/, and the hosted login, registration and consent pages.
+type Provider struct {
+	cfg      Config
+	log      *slog.Logger
+	now      func() time.Time
+	random   io.Reader
+	store    *storage.Store
+	ownStore bool
+
+	keys     *keySet
+	oauth    *fosite.Fosite
+	idSigner *jwtSigner
+	auth     *publicauth.Service
+	pages    *pages
+	csrf     csrfGuard
+	router   *mux.Router
+
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+}
+
+// New validates cfg, opens (and unless cfg.SkipMigrate, migrates) the database, loads or
+// creates the signing keys and returns a ready Provider. Close releases what it started.
+func New(cfg Config, opts ...Option) (*Provider, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	o := options{}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	if o.now == nil {
+		o.now = time.Now
+	}
+	if o.random == nil {
+		o.random = rand.Reader
+	}
+	if o.logger == nil {
+		o.logger = slog.Default()
+	}
+	ctx := context.Background()
+
+	p := &Provider{cfg: cfg, log: o.logger, now: o.now, random: o.random, store: o.store}
+	if p.store == nil {
+		if p.store, err = storage.Open(ctx, cfg.DSN, storage.WithLogger(o.logger)); err != nil {
+			return nil, fmt.Errorf("provider: open database: %w", err)
+		}
+		p.ownStore = true
+	}
+	fail := func(err error) (*Provider, error) {
+		if p.ownStore {
+			_ = p.store.Close()
+		}
+		return nil, err
+	}
+	if !cfg.SkipMigrate {
+		if err := p.store.Migrate(ctx); err != nil {
+			return fail(fmt.Errorf("provider: migrate: %w", err))
+		}
+	}
+
+	seal, err := newSealer(cfg.Secret)
+	if err != nil {
+		return fail(err)
+	}
+	p.keys = &keySet{
+		store: p.store, sealer: seal, random: o.random, now: o.now, log: o.logger,
+		// A retired key stays published while any token it signed can still be valid.
+		retention:   max(cfg.AccessTokenLifespan, cfg.IDTokenLifespan) + 5*time.Minute,
+		reloadEvery: cfg.KeyReloadInterval,
+	}
+	if err := p.keys.ensure(ctx); err != nil {
+		return fail(fmt.Errorf("provider: signing keys: %w", err))
+	}
+	p.oauth, p.idSigner = newOAuth2Provider(cfg, p.store, p.keys, o.now)
+
+	p.auth, err = publicauth.New(publicauth.Config{
+		SessionLifespan:      cfg.PublicSessionLifespan,
+		AdminSessionLifespan: cfg.AdminSessionLifespan,
+		SecureCookies:        secureCookies(cfg.Issuer),
+		Secret:               deriveKey(cfg.Secret, "publicauth"),
+	}, p.store, p.store, publicauth.WithClock(o.now), publicauth.WithRandom(o.random), publicauth.WithLogger(o.logger))
+	if err != nil {
+		return fail(err)
+	}
+	if p.pages, err = newPages(cfg.TemplateDir); err != nil {
+		return fail(err)
+	}
+	p.csrf = csrfGuard{secure: secureCookies(cfg.Issuer), random: o.random}
+	p.router = p.routes()
+
+	bg, stop := context.WithCancel(context.Background())
+	p.stop = stop
+	p.wg.Add(1)
+	go func() { defer p.wg.Done(); p.keys.run(bg) }()
+	if cfg.JanitorInterval > 0 {
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			p.store.RunJanitor(bg, cfg.JanitorInterval, 500, o.now, o.logger)
+		}()
+	}
+	return p, nil
+}
+
+// ServeHTTP routes a request to the provider's endpoints and pages.
+func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) { p.router.ServeHTTP(w, r) }
+
+// Ready reports whether the database answers.
+func (p *Provider) Ready(ctx context.Context) error { return p.store.Ping(ctx) }
+
+// Close stops the background work (janitor, key reload) and closes the database when New
+// opened it.
+func (p *Provider) Close() error {
+	p.stop()
+	p.wg.Wait()
+	if p.ownStore {
+		return p.store.Close()
+	}
+	return nil
+}
+
+// Migrate applies the pending database migrations of dsn and returns.
+func Migrate(ctx context.Context, dsn string) error {
+	s, err := storage.Open(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	return errors.Join(s.Migrate(ctx), s.Close())
+}
+
+// secureCookies reports whether cookies must carry the Secure attribute: always, except
+// when the issuer is plain http on a loopback host (local development).
+func secureCookies(issuer string) bool {
+	u, err := url.Parse(issuer)
+	if err != nil {
+		return true
+	}
+	if u.Scheme == "https" {
+		return true
+	}
+	switch u.Hostname() {
+	case "localhost", "127.0.0.1", "::1":
+		return false
+	}
+	return true
+}

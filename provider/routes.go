@@ -1,0 +1,41 @@
+package provider
+
+import (
+	"net/http"
+
+	"github.com/gorilla/mux"
+)
+
+// routes registers every endpoint of the provider in one place.
+func (p *Provider) routes() *mux.Router {
+	r := mux.NewRouter()
+	get, post := http.MethodGet, http.MethodPost
+
+	r.HandleFunc("/.well-known/openid-configuration", p.discovery).Methods(get, http.MethodHead)
+	r.HandleFunc("/.well-known/jwks.json", p.jwks).Methods(get, http.MethodHead)
+	r.HandleFunc("/api/oauth/authorize", p.authorize).Methods(get, post)
+	r.HandleFunc("/api/oauth/authorize/resume", p.resumeAuthorize).Methods(get)
+	r.HandleFunc("/api/oauth/token", p.token).Methods(post)
+	r.HandleFunc("/api/oauth/userinfo", p.userinfo).Methods(get, post)
+	r.HandleFunc("/api/oauth/revoke", p.revoke).Methods(post)
+	r.HandleFunc("/api/oauth/introspect", p.introspect).Methods(post)
+	r.HandleFunc("/api/oauth/logout", p.logout).Methods(get, post)
+
+	r.HandleFunc("/login", p.formPage("login")).Methods(get)
+	r.HandleFunc("/login", p.loginSubmit).Methods(post)
+	r.HandleFunc("/register", p.formPage("register")).Methods(get)
+	r.HandleFunc("/register", p.registerSubmit).Methods(post)
+	r.HandleFunc("/consent", p.consentPage).Methods(get)
+	r.HandleFunc("/consent", p.consentSubmit).Methods(post)
+	r.HandleFunc("/ui/style.css", p.pages.style).Methods(get, http.MethodHead)
+
+	p.auth.Routes(r)
+
+	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "Not Found", "message": "no such endpoint"})
+	})
+	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "Method Not Allowed", "message": "method not allowed on this endpoint"})
+	})
+	return r
+}

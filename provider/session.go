@@ -1,0 +1,47 @@
+package provider
+
+import (
+	"time"
+
+	"github.com/mohae/deepcopy"
+	"github.com/ory/fosite"
+	"github.com/ory/fosite/handler/openid"
+	"github.com/ory/fosite/token/jwt"
+)
+
+// Session is the fosite session Gatehouse stores with every code and token: the ID token
+// claims decided at authorization time (subject, auth_time, nonce, profile claims) plus what
+// the JWT access token needs. It is serialized to JSON by storage.
+type Session struct {
+	openid.DefaultSession
+	// ClientID is the client the grant was made to; it becomes the access token's client_id.
+	ClientID string `json:"client_id"`
+	// UserBound is true for tokens issued on behalf of a user (authorization_code and
+	// refresh_token grants) and false for client tokens (client_credentials).
+	UserBound bool `json:"user_bound"`
+}
+
+// newSession returns an empty session, the prototype fosite fills from storage.
+func newSession() *Session {
+	return &Session{DefaultSession: openid.DefaultSession{
+		Claims:  &jwt.IDTokenClaims{},
+		Headers: &jwt.Headers{},
+	}}
+}
+
+// Clone deep-copies the session. openid.DefaultSession has its own Clone, but it would return
+// a *DefaultSession and drop our fields.
+func (s *Session) Clone() fosite.Session {
+	if s == nil {
+		return nil
+	}
+	return deepcopy.Copy(s).(*Session)
+}
+
+var _ fosite.Session = (*Session)(nil)
+var _ openid.Session = (*Session)(nil)
+
+// secondUTC truncates t to whole seconds in UTC: JWT times are whole seconds, and comparing
+// auth_time with the request time at a finer grain than the token carries would make
+// prompt=login and max_age checks flap.
+func secondUTC(t time.Time) time.Time { return t.Truncate(time.Second).UTC() }

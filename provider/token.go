@@ -1,0 +1,179 @@
+package provider
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/ory/fosite"
+)
+
+// token is the token endpoint (RFC 6749 §3.2): authorization_code (with PKCE),
+// refresh_token (rotated, reuse revokes the family) and client_credentials.
+func (p *Provider) token(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	session := newSession()
+	ar, err := p.oauth.NewAccessRequest(ctx, r, session)
+	if err != nil {
+		p.accessError(w, r, ar, err)
+		return
+	}
+	if ar.GetGrantTypes().ExactOne("client_credentials") {
+		// A client token acts for the client itself: sub is the client id. fosite has
+		// checked each requested scope against the client's registered scopes.
+		for _, scope := range ar.GetRequestedScopes() {
+			if scope != "openid" && scope != "offline_access" {
+				ar.GrantScope(scope)
+			}
+		}
+		for _, aud := range ar.GetRequestedAudience() {
+			ar.GrantAudience(aud)
+		}
+		session.Subject, session.ClientID = ar.GetClient().GetID(), ar.GetClient().GetID()
+	}
+	resp, err := p.oauth.NewAccessResponse(ctx, ar)
+	if err != nil {
+		p.accessError(w, r, ar, err)
+		return
+	}
+	resp.SetTokenType("Bearer") // fosite writes "bearer"; the SSO interface shows "Bearer"
+	p.oauth.WriteAccessResponse(ctx, w, ar, resp)
+}
+
+// accessError writes a token endpoint error. A storage race that fosite reports as a
+// server error — two concurrent exchanges of one code, or one refresh token rotated twice
+// at once — is the client's invalid grant, not our fault.
+func (p *Provider) accessError(w http.ResponseWriter, r *http.Request, ar fosite.AccessRequester, err error) {
+	err = asTemporarilyUnavailable(err)
+	if errors.Is(err, fosite.ErrInvalidatedAuthorizeCode) || errors.Is(err, fosite.ErrInactiveToken) {
+		err = fosite.ErrInvalidGrant.WithHint("The authorization grant has already been used.").WithWrap(err)
+	}
+	// fosite answers invalid_request when no handler takes the grant type (e.g. password);
+	// RFC 6749 §5.2 names that unsupported_grant_type.
+	if gt := r.PostForm.Get("grant_type"); errors.Is(err, fosite.ErrInvalidRequest) && gt != "" && !slices.Contains(grantTypesSupported, gt) {
+		err = fosite.ErrUnsupportedGrantType.WithWrap(err)
+	}
+	p.logServerError(r, "token request failed", err)
+	p.oauth.WriteAccessError(r.Context(), w, ar, err)
+}
+
+// revoke is the revocation endpoint (RFC 7009). A client may revoke only its own tokens;
+// revoking a refresh token also revokes the access tokens of its grant. An unknown token is
+// answered 200, as §2.2 requires.
+func (p *Provider) revoke(w http.ResponseWriter, r *http.Request) {
+	err := asTemporarilyUnavailable(p.oauth.NewRevocationRequest(r.Context(), r))
+	if err != nil {
+		// fosite's revocation writer answers 200 to every error but invalid_request and
+		// invalid_client, which would tell a client that another client's token (§2.1), or
+		// one the database could not revoke (§2.2.1), is revoked.
+		p.logServerError(r, "revocation failed", err)
+		p.oauth.WriteAccessError(r.Context(), w, nil, err)
+		return
+	}
+	p.oauth.WriteRevocationResponse(r.Context(), w, nil)
+}
+
+// introspect is the introspection endpoint (RFC 7662), for authenticated clients.
+func (p *Provider) introspect(w http.ResponseWriter, r *http.Request) {
+	ir, err := p.oauth.NewIntrospectionRequest(r.Context(), r, newSession())
+	if err != nil {
+		p.oauth.WriteIntrospectionError(r.Context(), w, asTemporarilyUnavailable(err))
+		return
+	}
+	p.oauth.WriteIntrospectionResponse(r.Context(), w, ir)
+}
+
+// userinfo is the UserInfo endpoint (OpenID Connect Core §5.3): GET or POST, the access
+// token in the Authorization header or (POST) the form body. It answers the claims the
+// token's scopes allow, read fresh from the user record.
+func (p *Provider) userinfo(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	token := bearerToken(r)
+	if token == "" {
+		bearerError(w, http.StatusUnauthorized, "invalid_request", "An access token is required.")
+		return
+	}
+	_, ar, err := p.oauth.IntrospectToken(ctx, token, fosite.AccessToken, newSession())
+	if databaseDown(err) {
+		bearerError(w, http.StatusServiceUnavailable, "temporarily_unavailable", "The database is unreachable; try again shortly.")
+		return
+	}
+	if err != nil {
+		bearerError(w, http.StatusUnauthorized, "invalid_token", "The access token is invalid, expired or revoked.")
+		return
+	}
+	session, ok := ar.GetSession().(*Session)
+	if !ok || !session.UserBound {
+		bearerError(w, http.StatusUnauthorized, "invalid_token", "The access token was not issued for a user.")
+		return
+	}
+	scopes := ar.GetGrantedScopes()
+	if !scopes.Has("openid") {
+		bearerError(w, http.StatusForbidden, "insufficient_scope", "The access token does not carry the openid scope.")
+		return
+	}
+	user, err := p.auth.UserByID(ctx, session.GetSubject())
+	if err != nil {
+		bearerError(w, http.StatusUnauthorized, "invalid_token", "The user of this access token no longer exists.")
+		return
+	}
+	claims := map[string]any{"sub": user.ID}
+	if scopes.Has("email") {
+		claims["email"] = user.Email
+		claims["email_verified"] = user.EmailVerified
+	}
+	if scopes.Has("profile") {
+		claims["name"] = user.Name
+		claims["updated_at"] = user.UpdatedAt.Unix()
+	}
+	writeJSON(w, http.StatusOK, claims)
+}
+
+// bearerToken reads an RFC 6750 bearer token from the Authorization header or, for a
+// form-encoded POST, the access_token body parameter (never the query string).
+func bearerToken(r *http.Request) string {
+	if scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
+		return strings.TrimSpace(token)
+	}
+	if r.Method == http.MethodPost {
+		return r.PostFormValue("access_token")
+	}
+	return ""
+}
+
+// bearerError answers as RFC 6750 §3 describes: WWW-Authenticate plus the OAuth JSON shape.
+func bearerError(w http.ResponseWriter, status int, code, description string) {
+	w.Header().Set("WWW-Authenticate", `Bearer error="`+code+`", error_description="`+description+`"`)
+	writeJSON(w, status, map[string]string{"error": code, "error_description": description})
+}
+
+// writeJSON writes v as a JSON response that no cache keeps.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// writeCacheableJSON writes a public document with the given Cache-Control.
+func writeCacheableJSON(w http.ResponseWriter, v any, cacheControl string) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Cache-Control", cacheControl)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// logServerError logs a fosite error of status 500 or more with its hidden parts: the debug
+// text and the wrapped cause, which never reach the client.
+func (p *Provider) logServerError(r *http.Request, msg string, err error) {
+	rfc := fosite.ErrorToRFC6749Error(err)
+	if rfc.CodeField < 500 {
+		return
+	}
+	attrs := []any{"error", rfc.ErrorField, "debug", rfc.DebugField}
+	if cause := rfc.Unwrap(); cause != nil {
+		attrs = append(attrs, "cause", cause.Error())
+	}
+	p.log.ErrorContext(r.Context(), msg, attrs...)
+}
