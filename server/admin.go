@@ -1,0 +1,190 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/gatehouse-id/gatehouse/provider"
+)
+
+// adminFlags are the flags of every subcommand that opens the provider to administer it.
+type adminFlags struct {
+	dsn   string
+	level slog.Level
+	store *storeSettings
+}
+
+func addAdminFlags(cmd *command) *adminFlags {
+	a := &adminFlags{}
+	a.store = addStoreFlags(cmd, &a.dsn)
+	cmd.levelVar(&a.level, "log-level", "GATEHOUSE_LOG_LEVEL", slog.LevelInfo, "debug, info, warn or error")
+	return a
+}
+
+// withProvider opens a provider on the configured database (applying pending migrations, as
+// serve does, without any background work), calls f, and closes it.
+func (c *cli) withProvider(ctx context.Context, a *adminFlags, f func(*provider.Provider) error) error {
+	logger := newLogger(c.stderr, a.level)
+	secret, err := loadSecret(a.store.secretBytes(), a.dsn, c.random, logger)
+	if err != nil {
+		return err
+	}
+	p, err := provider.New(provider.Config{DSN: a.dsn, Secret: secret, JanitorInterval: -1}, provider.WithLogger(logger))
+	if err != nil {
+		return err
+	}
+	err = f(p)
+	if cerr := p.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (c *cli) migrate(ctx context.Context, args []string) int {
+	cmd := newCommand("migrate", "gatehouse migrate [flags]",
+		"Applies the pending database migrations and exits. serve applies them at start-up\n"+
+			"too unless --skip-migrate is given. With --secret (or GATEHOUSE_SECRET) it also\n"+
+			"checks that the secret opens the stored signing keys, creating the first keys of a\n"+
+			"new database, so a wrong secret is found before the server is deployed.")
+	a := addAdminFlags(cmd)
+	return c.execute(ctx, cmd, args, func(ctx context.Context) error {
+		if err := provider.Migrate(ctx, a.dsn); err != nil {
+			return err
+		}
+		if a.store.secretBytes() != nil {
+			if err := c.withProvider(ctx, a, func(*provider.Provider) error { return nil }); err != nil {
+				return err
+			}
+		}
+		newLogger(c.stderr, a.level).InfoContext(ctx, "database schema is up to date")
+		return nil
+	})
+}
+
+func (c *cli) clientCreate(ctx context.Context, args []string) int {
+	cmd := newCommand("client create", "gatehouse client create [flags]",
+		"Registers an OAuth 2.0 / OpenID Connect client and prints it as JSON. A confidential\n"+
+			"client's secret is printed this once (it is stored only as a keyed hash): keep it.\n"+
+			"Scopes default to \"openid profile email offline_access\", grant types to\n"+
+			"authorization_code and refresh_token.")
+	var spec provider.ClientSpec
+	var scopes []string
+	cmd.str(&spec.ID, "id", "ID", "", "client id (default: a generated UUID)")
+	cmd.str(&spec.Secret, "client-secret", "SECRET", "", "client secret of a confidential client (default: 256 random bits)")
+	cmd.str(&spec.Name, "name", "NAME", "", "display name, shown on the consent page")
+	cmd.listVar(&spec.RedirectURIs, "redirect-uri", "URI", "allowed redirect URI")
+	cmd.listVar(&spec.PostLogoutRedirectURIs, "post-logout-redirect-uri", "URI", "allowed post-logout redirect URI")
+	cmd.listVar(&scopes, "scope", "SCOPES", `allowed scopes, space-separated ("openid profile email")`)
+	cmd.listVar(&spec.GrantTypes, "grant-type", "TYPE", "allowed grant type: authorization_code, refresh_token or client_credentials")
+	cmd.flag(&spec.Public, "public", "public client (no secret; PKCE only), e.g. a single-page or mobile app")
+	cmd.flag(&spec.FirstParty, "first-party", "first-party client: users are not asked for consent")
+	cmd.str(&spec.IDTokenAlg, "id-token-alg", "RS256|ES256", "", "ID token signing algorithm (default RS256)")
+	a := addAdminFlags(cmd)
+	return c.execute(ctx, cmd, args, func(ctx context.Context) error {
+		for _, s := range scopes {
+			spec.Scopes = append(spec.Scopes, strings.Fields(s)...)
+		}
+		if spec.IDTokenAlg != "" && spec.IDTokenAlg != provider.AlgRS256 && spec.IDTokenAlg != provider.AlgES256 {
+			return usageError("--id-token-alg must be RS256 or ES256")
+		}
+		if spec.Public && spec.Secret != "" {
+			return usageError("a --public client has no --client-secret")
+		}
+		return c.withProvider(ctx, a, func(p *provider.Provider) error {
+			info, err := p.CreateClient(ctx, spec)
+			if err != nil {
+				return err
+			}
+			return c.printJSON(info)
+		})
+	})
+}
+
+func (c *cli) clientList(ctx context.Context, args []string) int {
+	cmd := newCommand("client list", "gatehouse client list [flags]",
+		"Prints every registered client as a JSON array (secrets are never shown).")
+	a := addAdminFlags(cmd)
+	return c.execute(ctx, cmd, args, func(ctx context.Context) error {
+		return c.withProvider(ctx, a, func(p *provider.Provider) error {
+			clients, err := p.ListClients(ctx)
+			if err != nil {
+				return err
+			}
+			if clients == nil {
+				clients = []provider.ClientInfo{}
+			}
+			return c.printJSON(clients)
+		})
+	})
+}
+
+func (c *cli) clientDelete(ctx context.Context, args []string) int {
+	cmd := newCommand("client delete", "gatehouse client delete --id ID [flags]",
+		"Deletes a client; its tokens stop working.")
+	var id string
+	cmd.str(&id, "id", "ID", "", "client id (required)")
+	a := addAdminFlags(cmd)
+	return c.execute(ctx, cmd, args, func(ctx context.Context) error {
+		if id == "" {
+			return usageError("--id is required")
+		}
+		return c.withProvider(ctx, a, func(p *provider.Provider) error {
+			err := p.DeleteClient(ctx, id)
+			if errors.Is(err, provider.ErrClientNotFound) {
+				return fmt.Errorf("no client with id %q", id)
+			}
+			if err != nil {
+				return err
+			}
+			return c.printJSON(map[string]any{"client_id": id, "deleted": true})
+		})
+	})
+}
+
+func (c *cli) userCreate(ctx context.Context, args []string) int {
+	cmd := newCommand("user create", "gatehouse user create --email EMAIL --password PASSWORD [flags]",
+		"Creates a user who can log in with email and password, and prints it as JSON.")
+	var spec provider.UserSpec
+	cmd.str(&spec.Email, "email", "EMAIL", "", "email address (required)")
+	cmd.str(&spec.Password, "password", "PASSWORD", "", "password (required)")
+	cmd.str(&spec.Name, "name", "NAME", "", "display name")
+	cmd.str(&spec.Role, "role", "user|admin", "user", "role")
+	cmd.flag(&spec.Verified, "verified", "mark the email address as verified")
+	a := addAdminFlags(cmd)
+	return c.execute(ctx, cmd, args, func(ctx context.Context) error {
+		if spec.Email == "" || spec.Password == "" {
+			return usageError("--email and --password are required")
+		}
+		if spec.Role != "user" && spec.Role != "admin" {
+			return usageError("--role must be user or admin")
+		}
+		return c.withProvider(ctx, a, func(p *provider.Provider) error {
+			u, err := p.CreateUser(ctx, spec)
+			if err != nil {
+				return err
+			}
+			return c.printJSON(u)
+		})
+	})
+}
+
+func (c *cli) keysRotate(ctx context.Context, args []string) int {
+	cmd := newCommand("keys rotate", "gatehouse keys rotate [flags]",
+		"Adds a new active RS256 and ES256 signing key and prints the published key set as JSON.\n"+
+			"New tokens are signed with the new keys; tokens signed with the previous keys stay\n"+
+			"valid while those keys are still published. Running servers pick the new keys up\n"+
+			"within their key reload interval.")
+	a := addAdminFlags(cmd)
+	return c.execute(ctx, cmd, args, func(ctx context.Context) error {
+		return c.withProvider(ctx, a, func(p *provider.Provider) error {
+			keys, err := p.RotateKeys(ctx)
+			if err != nil {
+				return err
+			}
+			return c.printJSON(keys)
+		})
+	})
+}

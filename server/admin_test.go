@@ -1,0 +1,163 @@
+package server
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gatehouse-id/gatehouse/storage/storagetest"
+)
+
+// decodeJSON decodes a command's stdout.
+func decodeJSON(t *testing.T, stdout string, v any) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(stdout), v); err != nil {
+		t.Fatalf("stdout is not the expected JSON: %v\n%s", err, stdout)
+	}
+}
+
+// mustRun runs the command line and fails the test unless it exits 0.
+func mustRun(t *testing.T, env map[string]string, args ...string) string {
+	t.Helper()
+	code, stdout, stderr := runMain(t, env, args...)
+	if code != 0 {
+		t.Fatalf("%s: exit code %d, want 0; stderr:\n%s", strings.Join(args, " "), code, stderr)
+	}
+	return stdout
+}
+
+type clientJSON struct {
+	ClientID               string   `json:"client_id"`
+	ClientSecret           *string  `json:"client_secret"`
+	Name                   string   `json:"name"`
+	RedirectURIs           []string `json:"redirect_uris"`
+	PostLogoutRedirectURIs []string `json:"post_logout_redirect_uris"`
+	Scopes                 []string `json:"scopes"`
+	GrantTypes             []string `json:"grant_types"`
+	Public                 bool     `json:"public"`
+	FirstParty             bool     `json:"first_party"`
+	IDTokenAlg             string   `json:"id_token_signed_response_alg"`
+}
+
+func TestAdminCommands(t *testing.T) {
+	for _, b := range storagetest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			dsn := b.DSN(t)
+			env := map[string]string{"GATEHOUSE_DSN": dsn}
+			if _, isFile := sqlitePath(dsn); !isFile {
+				env["GATEHOUSE_SECRET"] = strings.Repeat("k", 32)
+			}
+			testAdminCommands(t, dsn, env)
+		})
+	}
+}
+
+// testAdminCommands runs every administration command against one fresh database; env names
+// it (and its secret, except for SQLite, where the secret file is generated).
+func testAdminCommands(t *testing.T, dsn string, env map[string]string) {
+	pubEnv := map[string]string{"GATEHOUSE_SECRET": env["GATEHOUSE_SECRET"]}
+
+	mustRun(t, env, "migrate")
+
+	var conf clientJSON
+	decodeJSON(t, mustRun(t, env, "client", "create", "--id", "my-app", "--name", "My app",
+		"--redirect-uri", "https://app.example.com/callback", "--redirect-uri", "https://app.example.com/cb2",
+		"--post-logout-redirect-uri", "https://app.example.com/", "--scope", "openid email",
+		"--first-party", "--id-token-alg", "ES256"), &conf)
+	if conf.ClientID != "my-app" || conf.Name != "My app" || conf.Public || !conf.FirstParty || conf.IDTokenAlg != "ES256" {
+		t.Errorf("confidential client: got %+v", conf)
+	}
+	if conf.ClientSecret == nil || len(*conf.ClientSecret) < 32 {
+		t.Errorf("confidential client secret: got %v, want a generated secret printed once", conf.ClientSecret)
+	}
+	if !slices.Equal(conf.RedirectURIs, []string{"https://app.example.com/callback", "https://app.example.com/cb2"}) ||
+		!slices.Equal(conf.PostLogoutRedirectURIs, []string{"https://app.example.com/"}) {
+		t.Errorf("redirect URIs: got %v and %v", conf.RedirectURIs, conf.PostLogoutRedirectURIs)
+	}
+	if !slices.Equal(conf.Scopes, []string{"openid", "email"}) {
+		t.Errorf("scopes: got %v, want [openid email]", conf.Scopes)
+	}
+
+	var pub clientJSON
+	decodeJSON(t, mustRun(t, pubEnv, "client", "create", "--dsn", dsn, "--public", "--name", "SPA",
+		"--redirect-uri", "http://localhost:3000/callback", "--grant-type", "authorization_code"), &pub)
+	if pub.ClientID == "" || !pub.Public || pub.ClientSecret != nil {
+		t.Errorf("public client: got %+v, want a generated id and no secret", pub)
+	}
+	if !slices.Equal(pub.GrantTypes, []string{"authorization_code"}) {
+		t.Errorf("public client grant types: got %v", pub.GrantTypes)
+	}
+
+	code, _, stderr := runMain(t, env, "client", "create", "--id", "my-app", "--redirect-uri", "https://x.example.com/cb")
+	if code != 1 || stderr == "" {
+		t.Errorf("creating a client twice: got exit %d, stderr %q; want 1 and a message", code, stderr)
+	}
+
+	var list []clientJSON
+	decodeJSON(t, mustRun(t, env, "client", "list"), &list)
+	if len(list) != 2 {
+		t.Fatalf("client list: got %d clients, want 2", len(list))
+	}
+	for _, c := range list {
+		if c.ClientSecret != nil {
+			t.Errorf("client list shows the secret of %s", c.ClientID)
+		}
+	}
+
+	var deleted map[string]any
+	decodeJSON(t, mustRun(t, env, "client", "delete", "--id", "my-app"), &deleted)
+	if deleted["client_id"] != "my-app" || deleted["deleted"] != true {
+		t.Errorf("client delete: got %v", deleted)
+	}
+	code, stdout, stderr := runMain(t, env, "client", "delete", "--id", "my-app")
+	if code != 1 || stdout != "" || !strings.Contains(stderr, "my-app") {
+		t.Errorf("deleting a missing client: got exit %d, stdout %q, stderr %q; want 1 and a message", code, stdout, stderr)
+	}
+	decodeJSON(t, mustRun(t, env, "client", "list"), &list)
+	if len(list) != 1 || list[0].ClientID != pub.ClientID {
+		t.Errorf("client list after delete: got %+v, want only %s", list, pub.ClientID)
+	}
+
+	var user map[string]any
+	decodeJSON(t, mustRun(t, env, "user", "create", "--email", "Admin@Example.com", "--password", "correct horse battery staple",
+		"--name", "Ada Admin", "--role", "admin", "--verified"), &user)
+	if user["id"] == "" || user["name"] != "Ada Admin" || user["role"] != "admin" || user["emailVerified"] != true {
+		t.Errorf("user create: got %v", user)
+	}
+	if _, ok := user["password"]; ok {
+		t.Errorf("user create prints a password field: %v", user)
+	}
+
+	var keys []map[string]any
+	decodeJSON(t, mustRun(t, env, "keys", "rotate"), &keys)
+	active := map[string]int{}
+	for _, k := range keys {
+		if k["kid"] == "" {
+			t.Errorf("key without kid: %v", k)
+		}
+		if _, retired := k["retired_at"]; !retired {
+			active[k["alg"].(string)]++
+		}
+	}
+	if active["RS256"] != 1 || active["ES256"] != 1 || len(keys) < 4 {
+		t.Errorf("keys rotate: got %v, want one active key of each algorithm beside the retired ones", keys)
+	}
+}
+
+// migrate with a secret proves the secret opens the stored keys: a wrong one fails before a
+// server is ever started with it.
+func TestMigrateChecksSecret(t *testing.T) {
+	dsn := "sqlite:" + t.TempDir() + "/gh.db"
+	right, wrong := strings.Repeat("r", 32), strings.Repeat("w", 32)
+	if code, _, stderr := runMain(t, nil, "migrate", "--dsn", dsn, "--secret", right); code != 0 {
+		t.Fatalf("migrate with the first secret: exit %d, want 0; stderr:\n%s", code, stderr)
+	}
+	if code, _, stderr := runMain(t, nil, "migrate", "--dsn", dsn, "--secret", right); code != 0 {
+		t.Fatalf("migrate again with the same secret: exit %d, want 0; stderr:\n%s", code, stderr)
+	}
+	code, _, stderr := runMain(t, nil, "migrate", "--dsn", dsn, "--secret", wrong)
+	if code != 1 || !strings.Contains(stderr, "cannot be decrypted") {
+		t.Errorf("migrate with another secret: exit %d, stderr %q; want exit 1 saying the keys cannot be decrypted", code, stderr)
+	}
+}

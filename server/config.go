@@ -1,0 +1,124 @@
+package server
+
+import (
+	"errors"
+	"log/slog"
+	"strings"
+
+	"github.com/gatehouse-id/gatehouse/provider"
+)
+
+// Defaults of the settings that the provider does not default itself.
+const (
+	defaultAddr   = ":8080"
+	defaultIssuer = "http://localhost:8080"
+	defaultDSN    = "sqlite:./gatehouse.db"
+)
+
+// Config is what serve runs with, resolved from flags, GATEHOUSE_* variables and defaults.
+type Config struct {
+	// Addr is the TCP address to listen on (--addr, GATEHOUSE_ADDR, default ":8080").
+	Addr string
+	// Provider configures the provider. Its Secret is empty when no secret was configured;
+	// the secret is then read from (or generated into) the file beside a SQLite database,
+	// see loadSecret.
+	Provider provider.Config
+	// LogLevel is the least level logged (--log-level, GATEHOUSE_LOG_LEVEL, default info).
+	LogLevel slog.Level
+	// Demo mounts the demo relying party at /demo and makes sure its client exists
+	// (--demo, GATEHOUSE_DEMO). When neither is given it is on exactly when neither the
+	// issuer nor the DSN was configured: the out-of-the-box local run.
+	Demo bool
+}
+
+// storeSettings are the settings every subcommand that opens the database shares.
+type storeSettings struct {
+	dsn, secret *setting
+	secretText  string
+}
+
+// addStoreFlags registers --dsn and --secret, storing the DSN into *dsn.
+func addStoreFlags(c *command, dsn *string) *storeSettings {
+	s := &storeSettings{}
+	s.dsn = c.stringVar(dsn, "dsn", "DSN", "GATEHOUSE_DSN", defaultDSN,
+		`database: "sqlite:PATH" or "postgres://user:pass@host:5432/db?sslmode=disable"`)
+	s.secret = c.stringVar(&s.secretText, "secret", "SECRET", "GATEHOUSE_SECRET", "",
+		"system secret, at least 32 bytes; required with Postgres; with SQLite and none given,\n"+
+			"      one is generated once into the file PATH.secret beside the database")
+	return s
+}
+
+// secretBytes is the configured secret, or nil when none was given.
+func (s *storeSettings) secretBytes() []byte {
+	if s.secretText == "" {
+		return nil
+	}
+	return []byte(s.secretText)
+}
+
+// serveCommand builds the serve command; after a successful parse, resolve fills cfg.
+func serveCommand() (c *command, resolve func() (Config, error)) {
+	c = newCommand("serve", "gatehouse [serve] [flags]",
+		"Runs the OpenID Connect provider over HTTP until SIGINT or SIGTERM, then shuts down\n"+
+			"gracefully. Every flag may also be set by the environment variable it names; a flag\n"+
+			"wins over its variable, a variable over the default.")
+	var cfg Config
+	pc := &cfg.Provider
+	c.stringVar(&cfg.Addr, "addr", "HOST:PORT", "GATEHOUSE_ADDR", defaultAddr, "address to listen on")
+	issuer := c.stringVar(&pc.Issuer, "issuer", "URL", "GATEHOUSE_ISSUER", defaultIssuer,
+		"public base URL of the provider: the iss of every token")
+	store := addStoreFlags(c, &pc.DSN)
+	c.durationVar(&pc.AuthorizeCodeLifespan, "auth-code-ttl", "GATEHOUSE_AUTH_CODE_TTL", "10m", "authorization code lifetime")
+	c.durationVar(&pc.AccessTokenLifespan, "access-token-ttl", "GATEHOUSE_ACCESS_TOKEN_TTL", "1h", "access token lifetime")
+	c.durationVar(&pc.IDTokenLifespan, "id-token-ttl", "GATEHOUSE_ID_TOKEN_TTL", "1h", "ID token lifetime")
+	c.durationVar(&pc.RefreshTokenLifespan, "refresh-token-ttl", "GATEHOUSE_REFRESH_TOKEN_TTL", "720h", "refresh token lifetime")
+	c.durationVar(&pc.PublicSessionLifespan, "public-session-ttl", "GATEHOUSE_PUBLIC_SESSION_TTL", "168h", "public-session cookie lifetime")
+	c.durationVar(&pc.AdminSessionLifespan, "admin-session-ttl", "GATEHOUSE_ADMIN_SESSION_TTL", "8h", "admin-session cookie lifetime")
+	c.durationVar(&pc.LoginRequestLifespan, "login-request-ttl", "GATEHOUSE_LOGIN_REQUEST_TTL", "30m", "time a user has to log in and consent during an authorization request")
+	c.oneOfVar(&pc.AccessTokenAlg, "access-token-alg", "GATEHOUSE_ACCESS_TOKEN_ALG", provider.AlgRS256,
+		[]string{provider.AlgRS256, provider.AlgES256}, "access token signing algorithm: RS256 or ES256")
+	c.boolVar(&pc.AllowConfidentialWithoutPKCE, "allow-confidential-without-pkce", "GATEHOUSE_ALLOW_CONFIDENTIAL_WITHOUT_PKCE", false,
+		"let confidential clients omit PKCE (public clients always need it)")
+	c.boolVar(&pc.SkipMigrate, "skip-migrate", "GATEHOUSE_SKIP_MIGRATE", false, "do not apply pending migrations at start-up")
+	c.durationVar(&pc.JanitorInterval, "janitor-interval", "GATEHOUSE_JANITOR_INTERVAL", "10m",
+		"how often expired rows are deleted; negative turns it off")
+	c.durationVar(&pc.KeyReloadInterval, "key-reload-interval", "GATEHOUSE_KEY_RELOAD_INTERVAL", "1m",
+		"how often signing keys are re-read, to pick up a rotation done elsewhere")
+	c.stringVar(&pc.TemplateDir, "template-dir", "DIR", "GATEHOUSE_TEMPLATE_DIR", "",
+		"directory of *.html files replacing the hosted pages of the same name")
+	c.levelVar(&cfg.LogLevel, "log-level", "GATEHOUSE_LOG_LEVEL", slog.LevelInfo, "debug, info, warn or error")
+	var demo string
+	c.add("demo", "", "GATEHOUSE_DEMO", "auto",
+		"mount the demo relying party at /demo and make sure its client exists: true, false,\n"+
+			"      or auto = on when neither the issuer nor the DSN is configured",
+		func(v string) error {
+			switch strings.ToLower(v) {
+			case "auto", "true", "1", "false", "0":
+				demo = strings.ToLower(v)
+				return nil
+			}
+			return errors.New("want true, false or auto")
+		})
+	resolve = func() (Config, error) {
+		cfg.Provider.Issuer = strings.TrimRight(cfg.Provider.Issuer, "/")
+		cfg.Provider.Secret = store.secretBytes()
+		switch demo {
+		case "true", "1":
+			cfg.Demo = true
+		case "auto":
+			cfg.Demo = !issuer.explicit() && !store.dsn.explicit()
+		}
+		return cfg, nil
+	}
+	return c, resolve
+}
+
+// parseServeConfig parses the serve flags in args against lookupEnv.
+func parseServeConfig(args []string, lookupEnv func(string) (string, bool)) (*command, Config, error) {
+	c, resolve := serveCommand()
+	if err := c.parse(args, lookupEnv); err != nil {
+		return c, Config{}, err
+	}
+	cfg, err := resolve()
+	return c, cfg, err
+}
