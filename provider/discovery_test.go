@@ -151,14 +151,14 @@ func stringList(t *testing.T, doc map[string]any, field string) []string {
 	return out
 }
 
-// golden compares got with testdata/name, or rewrites the file under -update.
+// fixtures is the repository's testdata folder, shared by every package's tests.
+const fixtures = "../testdata"
+
+// golden compares got with the fixture name, or rewrites the file under -update.
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
+	path := filepath.Join(fixtures, name)
 	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
 		if err := os.WriteFile(path, got, 0o644); err != nil {
 			t.Fatal(err)
 		}
