@@ -19,7 +19,7 @@ import (
 )
 
 // benchProvider starts a provider on a fresh SQLite file behind a loopback HTTP server.
-func benchProvider(b *testing.B) (*provider.Provider, string) {
+func benchProvider(b *testing.B, cfg provider.Config) (*provider.Provider, string) {
 	b.Helper()
 	ctx := context.Background()
 	st, err := storage.Open(ctx, "sqlite:"+benchDir(b)+"/bench.db")
@@ -29,8 +29,8 @@ func benchProvider(b *testing.B) (*provider.Provider, string) {
 	b.Cleanup(func() { _ = st.Close() })
 	srv := httptest.NewUnstartedServer(nil)
 	issuer := "http://" + srv.Listener.Addr().String()
-	p, err := provider.New(provider.Config{Issuer: issuer, Secret: []byte(strings.Repeat("k", 32)), JanitorInterval: -1},
-		provider.WithStore(st), provider.WithLogger(discardLogger()))
+	cfg.Issuer, cfg.Secret, cfg.JanitorInterval = issuer, []byte(strings.Repeat("k", 32)), -1
+	p, err := provider.New(cfg, provider.WithStore(st), provider.WithLogger(discardLogger()))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -54,32 +54,37 @@ func postForm(b *testing.B, c *http.Client, target string, form url.Values) []by
 }
 
 // BenchmarkClientCredentials measures the token endpoint: client authentication (HMAC),
-// one transaction storing the token, and a signed JWT access token.
+// one transaction storing the token, and a signed JWT access token, for each signing
+// algorithm.
 func BenchmarkClientCredentials(b *testing.B) {
-	p, issuer := benchProvider(b)
-	c, err := p.CreateClient(context.Background(), provider.ClientSpec{
-		ID: "svc", Name: "Service", GrantTypes: []string{"client_credentials"}, Scopes: []string{"manage_permissions"},
-	})
-	if err != nil {
-		b.Fatal(err)
+	for _, alg := range []string{provider.AlgRS256, provider.AlgES256} {
+		b.Run(alg, func(b *testing.B) {
+			p, issuer := benchProvider(b, provider.Config{AccessTokenAlg: alg})
+			c, err := p.CreateClient(context.Background(), provider.ClientSpec{
+				ID: "svc", Name: "Service", GrantTypes: []string{"client_credentials"}, Scopes: []string{"manage_permissions"},
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			form := url.Values{"grant_type": {"client_credentials"}, "client_id": {"svc"}, "client_secret": {c.ClientSecret},
+				"scope": {"manage_permissions"}}
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				hc := &http.Client{}
+				for pb.Next() {
+					postForm(b, hc, issuer+"/api/oauth/token", form)
+				}
+			})
+		})
 	}
-	form := url.Values{"grant_type": {"client_credentials"}, "client_id": {"svc"}, "client_secret": {c.ClientSecret},
-		"scope": {"manage_permissions"}}
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		hc := &http.Client{}
-		for pb.Next() {
-			postForm(b, hc, issuer+"/api/oauth/token", form)
-		}
-	})
 }
 
 // BenchmarkAuthorizationCode measures a whole silent login: /api/oauth/authorize with a
 // live session and remembered consent, then the code + PKCE exchange for access, refresh and
 // ID tokens.
 func BenchmarkAuthorizationCode(b *testing.B) {
-	p, issuer := benchProvider(b)
+	p, issuer := benchProvider(b, provider.Config{})
 	ctx := context.Background()
 	const redirect = "http://127.0.0.1:1/callback"
 	c, err := p.CreateClient(ctx, provider.ClientSpec{ID: "web", Name: "Web", RedirectURIs: []string{redirect}, FirstParty: true})
