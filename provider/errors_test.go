@@ -1,6 +1,8 @@
 package provider_test
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
@@ -102,6 +104,23 @@ func TestAuthorizeErrors(t *testing.T) {
 				name:       "unregistered redirect_uri gets an error page even with a session",
 				change:     func(ar *authRequest) { ar.set("redirect_uri", evilURI) },
 				session:    true,
+				wantStatus: http.StatusBadRequest,
+			},
+			{
+				name:       "an unsigned request object is request_not_supported",
+				change:     func(ar *authRequest) { ar.set("request", unsignedRequestObject(ar.state, ar.nonce)) },
+				wantErrors: []string{"request_not_supported"},
+			},
+			{
+				name:       "request_uri is request_uri_not_supported",
+				change:     func(ar *authRequest) { ar.set("request_uri", rpRedirectURI+"/request.jwt") },
+				wantErrors: []string{"request_uri_not_supported"},
+			},
+			{
+				name: "a request object with an unregistered redirect_uri gets an error page",
+				change: func(ar *authRequest) {
+					ar.set("request", unsignedRequestObject(ar.state, ar.nonce)).set("redirect_uri", evilURI)
+				},
 				wantStatus: http.StatusBadRequest,
 			},
 			{
@@ -264,4 +283,12 @@ func TestExpiredCode(t *testing.T) {
 			"redirect_uri": {rpRedirectURI}, "code_verifier": {ar.verifier}})
 		wantOAuthError(t, r, http.StatusBadRequest, "invalid_grant")
 	})
+}
+
+// unsignedRequestObject is an alg "none" request object (OpenID Connect Core §6.1) carrying
+// state and nonce, as the conformance suite sends it.
+func unsignedRequestObject(state, nonce string) string {
+	enc := base64.RawURLEncoding.EncodeToString
+	claims, _ := json.Marshal(map[string]string{"state": state, "nonce": nonce})
+	return enc([]byte(`{"alg":"none"}`)) + "." + enc(claims) + "."
 }
