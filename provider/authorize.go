@@ -241,18 +241,35 @@ func (p *Provider) issue(w http.ResponseWriter, r *http.Request, ar fosite.Autho
 		ar.GrantAudience(aud)
 	}
 	session := p.userSession(user, ar, authTime, f.requestedAt, method)
-	resp, err := p.oauth.NewAuthorizeResponse(ctx, ar, session)
+	resp, err := p.newAuthorizeResponse(ctx, ar, session, f.token)
 	if err != nil {
 		p.authorizeError(w, r, ar, err)
 		return
 	}
 	resp.AddParameter("iss", p.cfg.Issuer)
-	if f.token != "" {
-		if err := p.store.DeleteAuthRequest(ctx, hashToken(f.token)); err != nil {
-			p.log.WarnContext(ctx, "deleting a completed authorization request failed", "error", err)
-		}
-	}
 	p.oauth.WriteAuthorizeResponse(ctx, w, ar, resp)
+}
+
+// newAuthorizeResponse issues the code in one transaction: fosite's handlers store the code,
+// the OpenID Connect session and the PKCE challenge one by one, and the paused request (if
+// any) is deleted with them, so a failure leaves no half-issued code behind. Nothing is
+// signed here, so the transaction stays short.
+func (p *Provider) newAuthorizeResponse(ctx context.Context, ar fosite.AuthorizeRequester, session *Session, pausedToken string) (fosite.AuthorizeResponder, error) {
+	txCtx, err := p.store.BeginTX(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := p.oauth.NewAuthorizeResponse(txCtx, ar, session)
+	if err == nil && pausedToken != "" {
+		err = p.store.DeleteAuthRequest(txCtx, hashToken(pausedToken))
+	}
+	if err != nil {
+		if rbErr := p.store.Rollback(txCtx); rbErr != nil {
+			p.log.WarnContext(ctx, "rolling back an authorization response failed", "error", rbErr)
+		}
+		return nil, err
+	}
+	return resp, p.store.Commit(txCtx)
 }
 
 // userSession builds the fosite session of a user grant: the ID token claims the granted
