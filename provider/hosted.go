@@ -207,7 +207,7 @@ func (p *Provider) consentSubmit(w http.ResponseWriter, r *http.Request) {
 		p.authorizeError(w, r, ar, fosite.ErrAccessDenied.WithHint("The user denied the request."))
 		return
 	}
-	granted := ar.GetRequestedScopes()
+	granted := slices.Clone([]string(ar.GetRequestedScopes())) // appended to below; fosite keeps its own
 	if prev, err := p.store.ConsentFor(ctx, user.ID, row.ClientID); err == nil {
 		for _, s := range prev.Scopes {
 			if !slices.Contains(granted, s) {
