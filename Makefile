@@ -17,8 +17,11 @@ lint:
 	if [ -n "$$unformatted" ]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 
+# bench: in-process benchmarks, then the token endpoint of a real server under load
+# (examples/loadgen; the same tool can target any other provider's token endpoint).
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+	./examples/loadgen/bench.sh
 
 tidy:
 	$(GO) mod tidy

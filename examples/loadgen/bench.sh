@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Starts the example server on a fresh SQLite database (once per access-token algorithm),
+# registers a client_credentials client and measures the token endpoint with loadgen.
+# Usage: examples/loadgen/bench.sh [seconds] [concurrency]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+seconds=${1:-10}
+concurrency=${2:-16}
+work=$(mktemp -d)
+server_pid=""
+cleanup() {
+	if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+go build -o "$work/gatehouse" ./examples/server
+go build -o "$work/loadgen" ./examples/loadgen
+secret=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+client_secret=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null || echo 18080)
+
+for alg in RS256 ES256; do
+	dsn="sqlite:$work/bench-$alg.db"
+	"$work/gatehouse" client create --dsn "$dsn" --secret "$secret" --id loadgen \
+		--client-secret "$client_secret" --grant-type client_credentials --scope api >/dev/null 2>"$work/admin.log"
+	GATEHOUSE_LOG_LEVEL=warn "$work/gatehouse" serve --dsn "$dsn" --secret "$secret" --demo=false \
+		--addr "127.0.0.1:$port" --issuer "http://127.0.0.1:$port" --access-token-alg "$alg" 2>"$work/serve.log" &
+	server_pid=$!
+	for _ in $(seq 1 100); do
+		curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break
+		sleep 0.1
+	done
+	echo "== Gatehouse, SQLite, $alg access tokens, $concurrency concurrent, ${seconds}s"
+	"$work/loadgen" -token-url "http://127.0.0.1:$port/api/oauth/token" -client-id loadgen \
+		-client-secret "$client_secret" -scope api -c "$concurrency" -d "${seconds}s"
+	kill "$server_pid"
+	wait "$server_pid" 2>/dev/null || true
+	server_pid=""
+done
