@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -69,22 +70,28 @@ func loadSecret(configured []byte, dsn string, random io.Reader, logger *slog.Lo
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrExist) {
-		// Another process created it between our read and our create: use theirs.
-		return loadSecret(nil, dsn, random, logger)
-	}
+	// Write the whole secret to a private temporary file, then link it into place: the link
+	// fails if another process got there first, and no process ever reads a half-written file.
+	f, err := os.CreateTemp(filepath.Dir(file), filepath.Base(file)+".tmp*") // mode 0600
 	if err != nil {
 		return nil, fmt.Errorf("create secret file: %w", err)
 	}
-	if _, err := f.Write(append(secret, '\n')); err != nil {
-		f.Close()
-		os.Remove(file)
+	defer os.Remove(f.Name())
+	_, err = f.Write(append(secret, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return nil, fmt.Errorf("write secret file: %w", err)
 	}
-	if err := f.Close(); err != nil {
-		os.Remove(file)
-		return nil, fmt.Errorf("write secret file: %w", err)
+	if err := os.Link(f.Name(), file); errors.Is(err, fs.ErrExist) {
+		// Another process created it between our read and our link: use theirs.
+		return loadSecret(nil, dsn, random, logger)
+	} else if err != nil {
+		return nil, fmt.Errorf("create secret file: %w", err)
 	}
 	logger.Warn("no secret configured; generated one and stored it beside the database (keep this file private and with the database; set GATEHOUSE_SECRET to manage it yourself)", "file", file)
 	return secret, nil

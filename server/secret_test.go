@@ -120,3 +120,33 @@ func TestSQLitePath(t *testing.T) {
 		}
 	}
 }
+
+// Processes starting together on a new database must agree on one secret: none may read the
+// file while another is still writing it.
+func TestLoadSecretConcurrentFirstStartsAgree(t *testing.T) {
+	for round := range 20 {
+		dsn := "sqlite:" + filepath.Join(t.TempDir(), "gatehouse.db")
+		const n = 16
+		secrets := make(chan []byte, n)
+		errs := make(chan error, n)
+		for range n {
+			go func() {
+				s, err := loadSecret(nil, dsn, rand.Reader, slog.New(slog.DiscardHandler))
+				secrets <- s
+				errs <- err
+			}()
+		}
+		var first []byte
+		for i := range n {
+			s, err := <-secrets, <-errs
+			if err != nil {
+				t.Fatalf("round %d, load %d: %v", round, i, err)
+			}
+			if first == nil {
+				first = s
+			} else if !bytes.Equal(s, first) {
+				t.Fatalf("round %d: got secrets %q and %q, want one", round, first, s)
+			}
+		}
+	}
+}
