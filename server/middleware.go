@@ -49,8 +49,9 @@ func accessLog(logger *slog.Logger, m *metrics, next http.Handler) http.Handler 
 }
 
 // recoverPanics turns a panic in next into a logged stack and, when nothing was written
-// yet, a 500 {"error":"Internal Server Error","message":"internal error"}. It lets
-// http.ErrAbortHandler through, as net/http means it to.
+// yet, a 500 {"error":"Internal Server Error","message":"internal error"}; when the response
+// had begun, it aborts it with http.ErrAbortHandler. It lets http.ErrAbortHandler through,
+// as net/http means it to.
 func recoverPanics(logger *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec, ok := w.(*responseRecorder)
@@ -67,10 +68,13 @@ func recoverPanics(logger *slog.Logger, next http.Handler) http.Handler {
 			}
 			logger.ErrorContext(r.Context(), "panic serving request",
 				slog.Any("panic", v), slog.String("stack", string(debug.Stack())))
-			if !rec.wroteHeader {
-				writeJSON(rec, http.StatusInternalServerError,
-					map[string]string{"error": "Internal Server Error", "message": "internal error"})
+			if rec.wroteHeader {
+				// The response has begun: cut the connection so the client cannot take a
+				// truncated answer for a whole one.
+				panic(http.ErrAbortHandler)
 			}
+			writeJSON(rec, http.StatusInternalServerError,
+				map[string]string{"error": "Internal Server Error", "message": "internal error"})
 		}()
 		next.ServeHTTP(rec, r)
 	})

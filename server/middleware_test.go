@@ -190,3 +190,30 @@ func TestMetricsCountRequests(t *testing.T) {
 		t.Errorf("content type: got %q, want the Prometheus text format", ct)
 	}
 }
+
+func TestRecoverPanicsAfterHeadersAbortsResponse(t *testing.T) {
+	var logs syncBuffer
+	logger := newLogger(&logs, slog.LevelInfo)
+	h := accessLog(logger, nil, recoverPanics(logger, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Write([]byte(`{"partial":`))
+		panic("kaboom")
+	})))
+	rec := httptest.NewRecorder()
+	func() {
+		defer func() {
+			if v := recover(); v != http.ErrAbortHandler {
+				t.Errorf("recovered %v, want http.ErrAbortHandler so the connection is cut", v)
+			}
+		}()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/x", nil))
+	}()
+	if got := rec.Body.String(); got != `{"partial":` {
+		t.Errorf("body: got %q, want only what the handler wrote", got)
+	}
+	if findLog(t, &logs, "panic serving request") == nil {
+		t.Errorf("no panic log line in %s", logs.String())
+	}
+	if findLog(t, &logs, "request") == nil {
+		t.Errorf("no access log line in %s", logs.String())
+	}
+}
