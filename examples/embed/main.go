@@ -68,15 +68,18 @@ func run(logger *slog.Logger) error {
 	mux.Handle("/", p)
 
 	srv := &http.Server{Addr: ":8080", Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	shutdown := make(chan error, 1)
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		srv.Shutdown(sctx)
+		shutdown <- srv.Shutdown(sctx)
 	}()
 	logger.Info("listening on http://localhost:8080")
 	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
-	return nil
+	// ListenAndServe returns as soon as Shutdown begins: wait for the running requests
+	// before the deferred p.Close closes the database under them.
+	return <-shutdown
 }
