@@ -161,10 +161,6 @@ func (d *demo) login(w http.ResponseWriter, r *http.Request) {
 func (d *demo) callback(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{Name: demoCookie, Path: "/demo/", MaxAge: -1, HttpOnly: true, Secure: d.secure, SameSite: http.SameSiteLaxMode})
 	q := r.URL.Query()
-	if e := q.Get("error"); e != "" {
-		d.fail(w, http.StatusBadRequest, "The provider answered "+e+": "+q.Get("error_description"))
-		return
-	}
 	var state, nonce, verifier string
 	if c, err := r.Cookie(demoCookie); err == nil {
 		parts := strings.Split(c.Value, ".")
@@ -178,6 +174,11 @@ func (d *demo) callback(w http.ResponseWriter, r *http.Request) {
 	}
 	if subtle.ConstantTimeCompare([]byte(state), []byte(q.Get("state"))) != 1 {
 		d.fail(w, http.StatusBadRequest, "The state parameter does not match the one this browser sent. Start again.")
+		return
+	}
+	// Only an answer to this browser's own request may show the provider's error text.
+	if e := q.Get("error"); e != "" {
+		d.fail(w, http.StatusBadRequest, "The provider answered "+e+": "+q.Get("error_description"))
 		return
 	}
 	ctx := context.WithValue(r.Context(), oauth2.HTTPClient, d.client)

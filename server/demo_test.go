@@ -78,7 +78,8 @@ func TestDemoCallbackRejects(t *testing.T) {
 	}{
 		{"no flow cookie", "?code=c&state=s", "", 400, "expired"},
 		{"state mismatch", "?code=c&state=other", "s.n.v", 400, "state"},
-		{"error from the provider", "?error=access_denied&error_description=no", "s.n.v", 400, "access_denied"},
+		{"error from the provider", "?error=access_denied&error_description=no&state=s", "s.n.v", 400, "access_denied"},
+		{"forged error without the state is not shown", "?error=access_denied&error_description=call+0800-SCAM", "s.n.v", 400, "state"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
