@@ -87,6 +87,7 @@ func (c *cli) clientCreate(ctx context.Context, args []string) int {
 		for _, s := range scopes {
 			spec.Scopes = append(spec.Scopes, strings.Fields(s)...)
 		}
+		spec.IDTokenAlg = strings.ToUpper(spec.IDTokenAlg) // as --access-token-alg: es256 is ES256
 		if spec.IDTokenAlg != "" && spec.IDTokenAlg != provider.AlgRS256 && spec.IDTokenAlg != provider.AlgES256 {
 			return usageError("--id-token-alg must be RS256 or ES256")
 		}

@@ -122,7 +122,7 @@ func testAdminCommands(t *testing.T, dsn string, env map[string]string) {
 	var user map[string]any
 	decodeJSON(t, mustRun(t, env, "user", "create", "--email", "Admin@Example.com", "--password", "correct horse battery staple",
 		"--name", "Ada Admin", "--role", "admin", "--verified"), &user)
-	if user["id"] == "" || user["name"] != "Ada Admin" || user["role"] != "admin" || user["emailVerified"] != true {
+	if id, _ := user["id"].(string); id == "" || user["name"] != "Ada Admin" || user["role"] != "admin" || user["emailVerified"] != true {
 		t.Errorf("user create: got %v", user)
 	}
 	if _, ok := user["password"]; ok {
@@ -133,7 +133,7 @@ func testAdminCommands(t *testing.T, dsn string, env map[string]string) {
 	decodeJSON(t, mustRun(t, env, "keys", "rotate"), &keys)
 	active := map[string]int{}
 	for _, k := range keys {
-		if k["kid"] == "" {
+		if kid, _ := k["kid"].(string); kid == "" {
 			t.Errorf("key without kid: %v", k)
 		}
 		if _, retired := k["retired_at"]; !retired {

@@ -22,15 +22,24 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 
 for alg in RS256 ES256; do
 	dsn="sqlite:$work/bench-$alg.db"
-	"$work/gatehouse" client create --dsn "$dsn" --secret "$secret" --id loadgen \
-		--client-secret "$client_secret" --grant-type client_credentials --scope api >/dev/null 2>"$work/admin.log"
+	if ! "$work/gatehouse" client create --dsn "$dsn" --secret "$secret" --id loadgen \
+		--client-secret "$client_secret" --grant-type client_credentials --scope api >/dev/null 2>"$work/admin.log"; then
+		cat "$work/admin.log" >&2
+		exit 1
+	fi
 	GATEHOUSE_LOG_LEVEL=warn "$work/gatehouse" serve --dsn "$dsn" --secret "$secret" --demo=false \
 		--addr "127.0.0.1:$port" --issuer "http://127.0.0.1:$port" --access-token-alg "$alg" 2>"$work/serve.log" &
 	server_pid=$!
+	ready=""
 	for _ in $(seq 1 100); do
-		curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break
+		if curl -sf "http://127.0.0.1:$port/readyz" >/dev/null; then ready=1; break; fi
 		sleep 0.1
 	done
+	if [ -z "$ready" ]; then
+		echo "the server did not become ready:" >&2
+		cat "$work/serve.log" >&2
+		exit 1
+	fi
 	echo "== Gatehouse, SQLite, $alg access tokens, $concurrency concurrent, ${seconds}s"
 	"$work/loadgen" -token-url "http://127.0.0.1:$port/api/oauth/token" -client-id loadgen \
 		-client-secret "$client_secret" -scope api -c "$concurrency" -d "${seconds}s"
