@@ -192,3 +192,38 @@ func requestWith(c *http.Cookie) *http.Request {
 	r.AddCookie(&http.Cookie{Name: c.Name, Value: c.Value})
 	return r
 }
+
+// TestAuthenticateUnusableHashCostsAVerification: an account whose stored hash cannot be
+// verified (say, a bcrypt hash imported from another system) must answer a login as slowly
+// as an unknown email does, or the timing tells such accounts apart.
+func TestAuthenticateUnusableHashCostsAVerification(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
+		ctx := context.Background()
+		e := newEnv(t, b, publicauth.Config{})
+		u := e.register(t, "alice@example.com", "correct horse", "Alice")
+		u.PasswordHash = "$2a$10$N9qo8uLOickgx2ZMRZoMyeIjZAgcfl7p92ldGxad68LJZdL17lhWy"
+		if err := e.store.UpdateUser(ctx, u); err != nil {
+			t.Fatalf("UpdateUser: %v", err)
+		}
+		// fastest returns the least time of a few failed logins, so that load on the test
+		// machine only ever lengthens what is compared.
+		fastest := func(email string) time.Duration {
+			t.Helper()
+			least := time.Duration(1<<63 - 1)
+			for range 3 {
+				start := time.Now()
+				_, err := e.svc.Authenticate(ctx, email, "correct horse")
+				least = min(least, time.Since(start))
+				if !errors.Is(err, publicauth.ErrInvalidCredentials) {
+					t.Fatalf("Authenticate(%q) error = %v, want ErrInvalidCredentials", email, err)
+				}
+			}
+			return least
+		}
+		unknown := fastest("nobody@example.com")
+		unusable := fastest("alice@example.com")
+		if unusable < unknown/2 {
+			t.Errorf("login with an unusable stored hash took %v, unknown email %v; want about the same", unusable, unknown)
+		}
+	})
+}

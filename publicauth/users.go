@@ -84,11 +84,11 @@ func (s *Service) createUser(ctx context.Context, in UserInput) (*User, error) {
 // Authenticate checks an email and password and returns the account they belong to. It
 // verifies credentials only; it starts no session.
 //
-// An unknown email, an account without a password and a wrong password all yield
-// ErrInvalidCredentials, and all cost one argon2id verification (an unknown account is
-// verified against a fixed dummy hash), so neither the answer nor its timing tells whether
-// the account exists. ErrAccountDisabled is returned for an account that is not active, and
-// only once the password matched.
+// An unknown email, an account without a password or with an unusable stored hash, and a
+// wrong password all yield ErrInvalidCredentials, and all cost one argon2id verification (an
+// unknown account is verified against a fixed dummy hash), so neither the answer nor its
+// timing tells whether the account exists. ErrAccountDisabled is returned for an account
+// that is not active, and only once the password matched.
 func (s *Service) Authenticate(ctx context.Context, email, password string) (*User, error) {
 	u, err := s.userForLogin(ctx, email)
 	if err != nil {
@@ -100,6 +100,9 @@ func (s *Service) Authenticate(ctx context.Context, email, password string) (*Us
 	}
 	ok, err := verifyPassword(password, u.PasswordHash)
 	if err != nil {
+		// An unusable hash fails before any argon2id work: spend it here, so this answer
+		// takes as long as the others.
+		_, _ = verifyPassword(password, dummyPasswordHash)
 		s.logger.ErrorContext(ctx, "publicauth: stored password hash is unusable", "user_id", u.ID, "err", err)
 		return nil, ErrInvalidCredentials
 	}
