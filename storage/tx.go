@@ -80,7 +80,7 @@ func (s *Store) Commit(ctx context.Context) error {
 		return nil
 	}
 	if err := st.tx.Commit().Error; err != nil {
-		return fmt.Errorf("storage: commit: %w", err)
+		return fmt.Errorf("storage: commit: %w", unavailable(err))
 	}
 	return nil
 }
@@ -99,7 +99,7 @@ func (s *Store) Rollback(ctx context.Context) error {
 		return nil
 	}
 	if err := st.tx.Rollback().Error; err != nil {
-		return fmt.Errorf("storage: rollback: %w", err)
+		return fmt.Errorf("storage: rollback: %w", unavailable(err))
 	}
 	return nil
 }

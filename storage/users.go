@@ -64,7 +64,9 @@ func (s *Store) CreateUser(ctx context.Context, u *publicauth.User) error {
 	// Either the id or the email collided; ids are random UUIDs, so it is almost always
 	// the email. The insert ran in a savepoint, so ctx's transaction is still usable.
 	var n int64
-	if cerr := s.conn(ctx).Model(&userModel{}).Where("id = ?", u.ID).Count(&n).Error; cerr == nil && n > 0 {
+	if cerr := s.conn(ctx).Model(&userModel{}).Where("id = ?", u.ID).Count(&n).Error; cerr != nil {
+		return fmt.Errorf("storage: create user: tell the colliding key apart: %w", cerr)
+	} else if n > 0 {
 		return ErrConflict
 	}
 	return publicauth.ErrEmailTaken
