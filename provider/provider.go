@@ -129,8 +129,11 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	return p, nil
 }
 
-// ServeHTTP routes a request to the provider's endpoints and pages.
-func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) { p.router.ServeHTTP(w, r) }
+// ServeHTTP routes a request to the provider's endpoints and pages. Each request loads a
+// client from the database at most once (storage.WithClientMemo).
+func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.router.ServeHTTP(w, r.WithContext(storage.WithClientMemo(r.Context())))
+}
 
 // Ready reports whether the database answers.
 func (p *Provider) Ready(ctx context.Context) error { return p.store.Ping(ctx) }

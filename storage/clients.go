@@ -2,7 +2,9 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/ory/fosite"
@@ -68,8 +70,13 @@ func (s *Store) CreateClient(ctx context.Context, c *Client) error {
 	return nil
 }
 
-// ClientByID returns the client with that id, or ErrNotFound.
+// ClientByID returns the client with that id, or ErrNotFound. Under a context from
+// WithClientMemo, a client already loaded is returned again without a query.
 func (s *Store) ClientByID(ctx context.Context, id string) (*Client, error) {
+	memo, _ := ctx.Value(clientMemoKey{}).(*clientMemo)
+	if c := memo.get(id); c != nil {
+		return c, nil
+	}
 	var m clientModel
 	if err := s.conn(ctx).Take(&m, "id = ?", id).Error; err != nil {
 		if isNotFound(err) {
@@ -77,7 +84,47 @@ func (s *Store) ClientByID(ctx context.Context, id string) (*Client, error) {
 		}
 		return nil, fmt.Errorf("storage: get client: %w", err)
 	}
-	return m.toClient(), nil
+	c := m.toClient()
+	memo.put(c)
+	return c, nil
+}
+
+type clientMemoKey struct{}
+
+// clientMemo remembers the clients loaded while one context lives.
+type clientMemo struct {
+	mu      sync.Mutex
+	clients map[string]*Client
+}
+
+// WithClientMemo returns a context under which ClientByID and GetClient load each client at
+// most once. fosite loads the client of a token request up to five times (authentication,
+// then once per stored code, PKCE and OpenID Connect row); scoping the memo to one request
+// keeps those queries away without serving a deleted or changed client any longer than the
+// request itself runs.
+func WithClientMemo(ctx context.Context) context.Context {
+	return context.WithValue(ctx, clientMemoKey{}, &clientMemo{})
+}
+
+func (m *clientMemo) get(id string) *Client {
+	if m == nil {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.clients[id]
+}
+
+func (m *clientMemo) put(c *Client) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.clients == nil {
+		m.clients = map[string]*Client{}
+	}
+	m.clients[c.ID] = c
 }
 
 // ListClients returns every client, oldest first (ties by id).
@@ -120,14 +167,13 @@ func (s *Store) DeleteClient(ctx context.Context, id string) error {
 // GetClient returns the client with that id as a fosite.Client (a *Client), or
 // fosite.ErrNotFound. It implements fosite.ClientManager.
 func (s *Store) GetClient(ctx context.Context, id string) (fosite.Client, error) {
-	var m clientModel
-	if err := s.conn(ctx).Take(&m, "id = ?", id).Error; err != nil {
-		if isNotFound(err) {
-			return nil, fosite.ErrNotFound
-		}
-		return nil, fmt.Errorf("storage: get client: %w", err)
+	c, err := s.ClientByID(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return nil, fosite.ErrNotFound
+	} else if err != nil {
+		return nil, err
 	}
-	return m.toClient(), nil
+	return c, nil
 }
 
 // ClientAssertionJWTValid returns fosite.ErrJTIKnown when the JWT id was recorded by

@@ -468,3 +468,23 @@ func testSigningKeyRotation(t *testing.T, s *storage.Store) {
 		}
 	}
 }
+
+// testClientMemo: under WithClientMemo a client is loaded once for the life of that context
+// (one HTTP request); any other context sees the database as it is.
+func testClientMemo(t *testing.T, s *storage.Store) {
+	ctx := context.Background()
+	mustCreateClient(t, s, "app")
+	memo := storage.WithClientMemo(ctx)
+	first, err := s.ClientByID(memo, "app")
+	mustNoErr(t, "ClientByID under the memo", err)
+	mustNoErr(t, "DeleteClient", s.DeleteClient(ctx, "app"))
+
+	again, err := s.GetClient(memo, "app")
+	if err != nil || again != first {
+		t.Errorf("GetClient under the same memo after a delete: got %v, %v; want the remembered client", again, err)
+	}
+	_, err = s.ClientByID(ctx, "app")
+	checkErr(t, "ClientByID without a memo after the delete", err, storage.ErrNotFound)
+	_, err = s.GetClient(storage.WithClientMemo(ctx), "app")
+	checkErr(t, "GetClient under a fresh memo after the delete", err, fosite.ErrNotFound)
+}

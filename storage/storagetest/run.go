@@ -39,6 +39,7 @@ func Run(t *testing.T, open func(t *testing.T) *storage.Store) {
 		{"ConcurrentCreateUser", testConcurrentCreateUser},
 		{"SigningKeyRotation", testSigningKeyRotation},
 		{"DeleteClientCascades", testDeleteClientCascade},
+		{"ClientMemo", testClientMemo},
 		{"RevokeTokensOf", testRevokeTokensOf},
 	}
 	for _, c := range cases {
