@@ -10,9 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ory/fosite"
+
 	"github.com/gatehouse-id/gatehouse/publicauth"
 	"github.com/gatehouse-id/gatehouse/storage"
-	"github.com/ory/fosite"
 )
 
 func testMigrateIdempotent(t *testing.T, s *storage.Store) {
