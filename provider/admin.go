@@ -228,8 +228,10 @@ func (p *Provider) CreateUser(ctx context.Context, spec UserSpec) (UserInfo, err
 	}, nil
 }
 
-// RotateKeys adds a new active RS256 and ES256 key and returns the published set. The
-// previous keys stay published until every token they signed has expired.
+// RotateKeys adds a new RS256 and ES256 key and returns the published set. Every replica
+// publishes the new keys within Config.KeyReloadInterval; they sign from one and a half
+// intervals after the rotation. The previous keys sign until then and stay published until
+// every token they signed has expired.
 func (p *Provider) RotateKeys(ctx context.Context) ([]KeyInfo, error) {
 	if err := p.keys.rotate(ctx); err != nil {
 		return nil, err

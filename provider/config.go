@@ -53,7 +53,9 @@ type Config struct {
 	// value turns the janitor off.
 	JanitorInterval time.Duration
 	// KeyReloadInterval is how often the key set is re-read from the database, so a key
-	// rotated on another replica is picked up: default 1 minute.
+	// rotated on another replica is published here too: default 1 minute. A rotated key
+	// starts signing one and a half intervals after the rotation, once every replica
+	// publishes it.
 	KeyReloadInterval time.Duration
 	// TemplateDir, when set, holds *.html files that replace the embedded hosted pages of
 	// the same name (login.html, register.html, consent.html, error.html, logged_out.html).

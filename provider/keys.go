@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -40,9 +41,13 @@ type signingKey struct {
 	retiredAt *time.Time
 }
 
-// keySet holds the provider's signing keys in memory: one active key per algorithm plus the
-// retired keys that are still published because tokens they signed may not have expired.
-// It re-reads the database every reloadEvery, so a rotation on any replica reaches all.
+// keySet holds the provider's signing keys in memory: the current keys plus the retired keys
+// that are still published because tokens they signed may not have expired. It re-reads the
+// database every reloadEvery, so a rotation on any replica reaches all.
+//
+// A rotated key is published at once but signs only after activation has passed: by then
+// every replica has reloaded and publishes it too, so no replica (and no relying party
+// fetching JWKS from any replica) meets a token whose key it does not know.
 type keySet struct {
 	store       keyStore
 	sealer      sealer
@@ -50,15 +55,20 @@ type keySet struct {
 	now         func() time.Time
 	retention   time.Duration
 	reloadEvery time.Duration
+	activation  time.Duration
 	log         *slog.Logger
 
-	mu        sync.RWMutex
-	decrypted map[string]*signingKey // every key ever decrypted, by kid; keys never change
-	published []*signingKey          // active and still-valid retired keys, oldest first
-	byKID     map[string]*signingKey
-	active    map[string]*signingKey // by algorithm
-	jwksJSON  []byte
+	mu         sync.RWMutex
+	decrypted  map[string]*signingKey // every key ever decrypted, by kid; keys never change
+	published  []*signingKey          // current and still-valid retired keys, oldest first
+	byKID      map[string]*signingKey
+	byAlg      map[string][]*signingKey // published keys per algorithm, oldest first
+	jwksJSON   []byte
+	lastReload time.Time
 }
+
+// unknownKIDReloadEvery bounds the reloads that tokens with an unknown kid can cause.
+const unknownKIDReloadEvery = 5 * time.Second
 
 var supportedAlgs = []string{AlgRS256, AlgES256}
 
@@ -71,7 +81,7 @@ func (ks *keySet) ensure(ctx context.Context) error {
 	created := false
 	for _, alg := range supportedAlgs {
 		ks.mu.RLock()
-		_, ok := ks.active[alg]
+		ok := slices.ContainsFunc(ks.byAlg[alg], func(k *signingKey) bool { return k.retiredAt == nil })
 		ks.mu.RUnlock()
 		if !ok {
 			if err := ks.add(ctx, alg); err != nil {
@@ -86,8 +96,8 @@ func (ks *keySet) ensure(ctx context.Context) error {
 	return nil
 }
 
-// rotate adds a new active key for every algorithm; the previous ones stay published until
-// every token they signed has expired.
+// rotate adds a new key for every algorithm. It signs once activation has passed; the
+// previous ones sign until then and stay published until every token they signed has expired.
 func (ks *keySet) rotate(ctx context.Context) error {
 	for _, alg := range supportedAlgs {
 		if err := ks.add(ctx, alg); err != nil {
@@ -138,7 +148,6 @@ func (ks *keySet) load(ctx context.Context) error {
 	}
 	now := ks.now()
 	published := make([]*signingKey, 0, len(rows))
-	active := map[string]*signingKey{}
 	for _, row := range rows {
 		if row.RetiredAt != nil && !row.RetiredAt.Add(ks.retention).After(now) {
 			continue
@@ -148,26 +157,22 @@ func (ks *keySet) load(ctx context.Context) error {
 			return err
 		}
 		published = append(published, k)
-		if row.RetiredAt == nil {
-			// Two replicas starting at once may both create a key; the newest one signs.
-			if cur, ok := active[k.alg]; !ok || !k.createdAt.Before(cur.createdAt) {
-				active[k.alg] = k
-			}
-		}
 	}
 	sort.SliceStable(published, func(i, j int) bool { return published[i].createdAt.Before(published[j].createdAt) })
 	set := jose.JSONWebKeySet{Keys: make([]jose.JSONWebKey, 0, len(published))}
 	byKID := make(map[string]*signingKey, len(published))
+	byAlg := map[string][]*signingKey{}
 	for _, k := range published {
 		set.Keys = append(set.Keys, k.public)
 		byKID[k.kid] = k
+		byAlg[k.alg] = append(byAlg[k.alg], k)
 	}
 	doc, err := json.Marshal(set)
 	if err != nil {
 		return err
 	}
 	ks.mu.Lock()
-	ks.published, ks.byKID, ks.active, ks.jwksJSON = published, byKID, active, doc
+	ks.published, ks.byKID, ks.byAlg, ks.jwksJSON, ks.lastReload = published, byKID, byAlg, doc, now
 	ks.mu.Unlock()
 	return nil
 }
@@ -229,20 +234,43 @@ func (ks *keySet) run(ctx context.Context) {
 
 var errNoActiveKey = errors.New("no active signing key")
 
+// activeKey returns the key that signs with alg now: the newest published key whose
+// activation has passed or, when none has (the first keys of a deployment), the oldest one.
 func (ks *keySet) activeKey(alg string) (*signingKey, error) {
 	ks.mu.RLock()
 	defer ks.mu.RUnlock()
-	k, ok := ks.active[alg]
-	if !ok {
+	keys := ks.byAlg[alg]
+	if len(keys) == 0 {
 		return nil, fmt.Errorf("%w for %s", errNoActiveKey, alg)
 	}
-	return k, nil
+	signFrom := ks.now().Add(-ks.activation)
+	for i := len(keys) - 1; i >= 0; i-- {
+		if !keys[i].createdAt.After(signFrom) {
+			return keys[i], nil
+		}
+	}
+	return keys[0], nil
 }
 
+// lookup finds a published key by kid. An unknown kid may be a key rotated on another
+// replica since the last reload, so it reloads once (at most every unknownKIDReloadEvery,
+// so forged kids cannot flood the database) and looks again.
 func (ks *keySet) lookup(kid string) (*signingKey, bool) {
 	ks.mu.RLock()
-	defer ks.mu.RUnlock()
 	k, ok := ks.byKID[kid]
+	stale := ks.now().Sub(ks.lastReload) >= unknownKIDReloadEvery
+	ks.mu.RUnlock()
+	if ok || !stale {
+		return k, ok
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := ks.load(ctx); err != nil {
+		ks.log.Error("reloading signing keys for an unknown kid failed", "error", err)
+	}
+	ks.mu.RLock()
+	defer ks.mu.RUnlock()
+	k, ok = ks.byKID[kid]
 	return k, ok
 }
 

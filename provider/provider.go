@@ -91,8 +91,12 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	}
 	p.keys = &keySet{
 		store: p.store, sealer: seal, random: o.random, now: o.now, log: o.logger,
-		// A retired key stays published while any token it signed can still be valid.
-		retention:   max(cfg.AccessTokenLifespan, cfg.IDTokenLifespan) + 5*time.Minute,
+		// Every replica publishes a rotated key before any signs with it: one reload
+		// interval, plus slack for a reload that runs late.
+		activation: cfg.KeyReloadInterval + cfg.KeyReloadInterval/2,
+		// A retired key keeps signing until its successor activates and stays published
+		// while any token it signed can still be valid.
+		retention:   cfg.KeyReloadInterval*2 + max(cfg.AccessTokenLifespan, cfg.IDTokenLifespan) + 5*time.Minute,
 		reloadEvery: cfg.KeyReloadInterval,
 	}
 	if err := p.keys.ensure(ctx); err != nil {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gatehouse-id/gatehouse/provider"
 	"github.com/gatehouse-id/gatehouse/storage/storagetest"
@@ -162,7 +163,9 @@ func TestRevocationAndIntrospection(t *testing.T) {
 func TestKeyRotation(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
-		e := newEnv(t, b, provider.Config{})
+		// A rotated key signs one and a half reload intervals after it was added: 300 ms.
+		const reload = 200 * time.Millisecond
+		e := newEnv(t, b, provider.Config{KeyReloadInterval: reload})
 		alice := e.user(t, "alice@example.com", "Alice Example")
 		webapp := e.client(t, provider.ClientSpec{ID: "webapp", FirstParty: true})
 		rp := e.relyingParty(t, webapp)
@@ -176,6 +179,7 @@ func TestKeyRotation(t *testing.T) {
 		if err != nil {
 			t.Fatalf("RotateKeys: %v", err)
 		}
+		rotatedAt := time.Now()
 		published := kids(e.jwks(t))
 		for _, k := range infos {
 			if !slices.Contains(published, k.KID) {
@@ -194,7 +198,20 @@ func TestKeyRotation(t *testing.T) {
 			}
 		})
 
-		t.Run("new tokens carry the new kid", func(t *testing.T) {
+		t.Run("until the new key activates the old one signs", func(t *testing.T) {
+			_, now := rp.signIn(t, e, br, alice.Email)
+			if time.Since(rotatedAt) >= reload*3/2 {
+				t.Skip("the machine was too slow to sign in before the activation")
+			}
+			for name, raw := range map[string]string{"ID token": now.rawIDToken, "access token": now.AccessToken} {
+				if h, _ := decodeJWT(t, raw); h["kid"] != oldKID {
+					t.Errorf("%s kid: got %v, want the old %q until the new key has been published everywhere", name, h["kid"], oldKID)
+				}
+			}
+		})
+
+		t.Run("after activation new tokens carry the new kid", func(t *testing.T) {
+			time.Sleep(time.Until(rotatedAt.Add(reload*3/2 + 50*time.Millisecond)))
 			_, after := rp.signIn(t, e, br, alice.Email) // verified by go-oidc, which fetches the new key
 			for name, raw := range map[string]string{"ID token": after.rawIDToken, "access token": after.AccessToken} {
 				h, _ := decodeJWT(t, raw)

@@ -174,10 +174,11 @@ func (c *cli) userCreate(ctx context.Context, args []string) int {
 
 func (c *cli) keysRotate(ctx context.Context, args []string) int {
 	cmd := newCommand("keys rotate", "gatehouse keys rotate [flags]",
-		"Adds a new active RS256 and ES256 signing key and prints the published key set as JSON.\n"+
-			"New tokens are signed with the new keys; tokens signed with the previous keys stay\n"+
-			"valid while those keys are still published. Running servers pick the new keys up\n"+
-			"within their key reload interval.")
+		"Adds a new RS256 and ES256 signing key and prints the published key set as JSON.\n"+
+			"Running servers publish the new keys within their key reload interval and sign\n"+
+			"with them from one and a half intervals after the rotation, when every replica\n"+
+			"publishes them. Tokens signed with the previous keys stay valid while those keys\n"+
+			"are published, until everything they signed has expired.")
 	a := addAdminFlags(cmd)
 	return c.execute(ctx, cmd, args, func(ctx context.Context) error {
 		return c.withProvider(ctx, a, func(p *provider.Provider) error {

@@ -18,7 +18,7 @@
 //	migrate                       apply pending database migrations
 //	client create|list|delete     manage OAuth clients
 //	user create                   create a user
-//	keys rotate                   add a new active signing key of each algorithm
+//	keys rotate                   add a new signing key of each algorithm
 //
 // Settings are read from a flag, else from its GATEHOUSE_* variable, else from the default.
 // Commands that print data print JSON to stdout; logs and errors go to stderr. The exit code

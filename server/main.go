@@ -48,7 +48,7 @@ func subcommands() []subcommand {
 		{"client list", "print every client as JSON", (*cli).clientList},
 		{"client delete", "delete a client", (*cli).clientDelete},
 		{"user create", "create a user; print it as JSON", (*cli).userCreate},
-		{"keys rotate", "add a new active RS256 and ES256 signing key; print the key set as JSON", (*cli).keysRotate},
+		{"keys rotate", "add a new RS256 and ES256 signing key; print the key set as JSON", (*cli).keysRotate},
 	}
 }
 
