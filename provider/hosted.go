@@ -137,7 +137,7 @@ func (p *Provider) registerSubmit(w http.ResponseWriter, r *http.Request) {
 // paused request (so prompt=login and max_age see a fresh authentication) and resumes it.
 func (p *Provider) completeLogin(w http.ResponseWriter, r *http.Request, user *publicauth.User, method string, row *storage.AuthRequest, token string) {
 	ctx := r.Context()
-	session, err := p.auth.StartSession(ctx, w, user, publicauth.SessionPublic, method)
+	session, err := p.auth.ReplaceSession(ctx, w, r, user, publicauth.SessionPublic, method)
 	if err != nil {
 		p.pageFailure(w, r, err)
 		return

@@ -78,12 +78,28 @@ func TestPrompt(t *testing.T) {
 		secondAfter()
 		var second int64
 		t.Run("prompt=login shows the login form and yields a later auth_time", func(t *testing.T) {
+			before := sessionCookie(t, e, br)
 			tok := relogin(t, rp.start(param("prompt", "login")))
 			second = unixClaim(t, tok.claims, "auth_time")
 			if second <= firstAuth {
 				t.Errorf("auth_time: got %d, want later than %d", second, firstAuth)
 			}
 			wantRecent(t, tok.claims, "auth_time")
+
+			// The login replaced the session: the old cookie is dead on the server too.
+			req, _ := http.NewRequest(http.MethodGet, e.srv.URL+"/api/public/session", nil)
+			req.AddCookie(before)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusUnauthorized {
+				t.Errorf("the session cookie from before the new login: got %d, want 401", resp.StatusCode)
+			}
+			if after := sessionCookie(t, e, br); after.Value == before.Value {
+				t.Error("the new login kept the old session cookie")
+			}
 		})
 
 		t.Run("max_age=10000 is silent and keeps auth_time", func(t *testing.T) {
@@ -195,4 +211,17 @@ func unsignedJWT(claims map[string]any) string {
 		return base64.RawURLEncoding.EncodeToString(b)
 	}
 	return enc(map[string]any{"alg": "none", "typ": "JWT"}) + "." + enc(claims) + "."
+}
+
+// sessionCookie returns the browser's public-session cookie.
+func sessionCookie(t *testing.T, e *env, br *browser) *http.Cookie {
+	t.Helper()
+	u, _ := url.Parse(e.srv.URL)
+	for _, c := range br.client.Jar.Cookies(u) {
+		if c.Name == "public-session" {
+			return c
+		}
+	}
+	t.Fatal("the browser has no public-session cookie")
+	return nil
 }

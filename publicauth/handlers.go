@@ -78,7 +78,7 @@ func (h *handlers) login(w http.ResponseWriter, r *http.Request) {
 // completeLogin ends an authentication by method: it replaces the request's public session
 // with a new one for u and answers with the login response.
 func (h *handlers) completeLogin(w http.ResponseWriter, r *http.Request, u *User, method string) {
-	if _, err := h.s.replaceSession(r.Context(), w, r, u, SessionPublic, method); err != nil {
+	if _, err := h.s.ReplaceSession(r.Context(), w, r, u, SessionPublic, method); err != nil {
 		h.s.writeError(w, r, err)
 		return
 	}

@@ -62,9 +62,10 @@ func (s *Service) StartSession(ctx context.Context, w http.ResponseWriter, u *Us
 	return sess, nil
 }
 
-// replaceSession deletes the session of the given kind that r already carries, if any, and
-// starts a new one for u, so logging in again leaves no stale session behind.
-func (s *Service) replaceSession(ctx context.Context, w http.ResponseWriter, r *http.Request, u *User, kind, method string) (*Session, error) {
+// ReplaceSession deletes the session of the given kind that r already carries, if any, and
+// starts a new one for u, so logging in again leaves no stale session behind. Every login
+// (the JSON API's and the provider's hosted pages) goes through it.
+func (s *Service) ReplaceSession(ctx context.Context, w http.ResponseWriter, r *http.Request, u *User, kind, method string) (*Session, error) {
 	c, err := s.cookie(kind)
 	if err != nil {
 		return nil, err
