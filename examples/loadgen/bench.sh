@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Starts the example server on a fresh SQLite database (once per access-token algorithm),
 # registers a client_credentials client and measures the token endpoint with loadgen.
-# Usage: examples/loadgen/bench.sh [seconds] [concurrency]
+# With COMPARE=node-oidc-provider it then installs node-oidc-provider from npm into a
+# temporary folder and measures it the same way (RS256 JWT access tokens, same client).
+# Usage: [COMPARE=node-oidc-provider] examples/loadgen/bench.sh [seconds] [concurrency]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 seconds=${1:-10}
@@ -47,3 +49,23 @@ for alg in RS256 ES256; do
 	wait "$server_pid" 2>/dev/null || true
 	server_pid=""
 done
+
+if [ "${COMPARE:-}" = node-oidc-provider ]; then
+	npm install --silent --no-audit --no-fund --prefix "$work/node" oidc-provider@9 >/dev/null
+	cp examples/loadgen/node-oidc-provider.mjs "$work/node/"
+	node "$work/node/node-oidc-provider.mjs" "$port" "$client_secret" >"$work/node.log" 2>&1 &
+	server_pid=$!
+	ready=""
+	for _ in $(seq 1 100); do
+		if curl -sf "http://127.0.0.1:$port/.well-known/openid-configuration" >/dev/null; then ready=1; break; fi
+		sleep 0.1
+	done
+	if [ -z "$ready" ]; then
+		echo "node-oidc-provider did not start:" >&2
+		cat "$work/node.log" >&2
+		exit 1
+	fi
+	echo "== node-oidc-provider $(node -p "require('$work/node/node_modules/oidc-provider/package.json').version"), in memory, RS256 JWT access tokens, $concurrency concurrent, ${seconds}s"
+	"$work/loadgen" -token-url "http://127.0.0.1:$port/token" -client-id loadgen \
+		-client-secret "$client_secret" -scope api -c "$concurrency" -d "${seconds}s"
+fi
