@@ -25,12 +25,9 @@ func (s *Store) CreateAccessTokenSession(ctx context.Context, signature string, 
 // unmarshalled into session, or fosite.ErrNotFound for an unknown (or revoked) token.
 // Expiry is fosite's to check.
 func (s *Store) GetAccessTokenSession(ctx context.Context, signature string, session fosite.Session) (fosite.Requester, error) {
-	var m accessTokenModel
-	if err := s.conn(ctx).Take(&m, "signature = ?", signature).Error; err != nil {
-		if isNotFound(err) {
-			return nil, fosite.ErrNotFound
-		}
-		return nil, fmt.Errorf("storage: get access token: %w", err)
+	m, err := takeRequestRow[accessTokenModel](ctx, s, "access token", signature)
+	if err != nil {
+		return nil, err
 	}
 	return s.toRequest(ctx, &m.Request, session)
 }

@@ -25,12 +25,9 @@ func (s *Store) CreateAuthorizeCodeSession(ctx context.Context, signature string
 // fosite.ErrInvalidatedAuthorizeCode, so fosite can revoke the tokens issued for it; an
 // unknown code returns fosite.ErrNotFound. Expiry is fosite's to check.
 func (s *Store) GetAuthorizeCodeSession(ctx context.Context, signature string, session fosite.Session) (fosite.Requester, error) {
-	var m authorizationCodeModel
-	if err := s.conn(ctx).Take(&m, "signature = ?", signature).Error; err != nil {
-		if isNotFound(err) {
-			return nil, fosite.ErrNotFound
-		}
-		return nil, fmt.Errorf("storage: get authorization code: %w", err)
+	m, err := takeRequestRow[authorizationCodeModel](ctx, s, "authorization code", signature)
+	if err != nil {
+		return nil, err
 	}
 	r, err := s.toRequest(ctx, &m.Request, session)
 	if err != nil {

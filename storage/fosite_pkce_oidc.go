@@ -26,12 +26,9 @@ func (s *Store) CreatePKCERequestSession(ctx context.Context, signature string, 
 // GetPKCERequestSession returns the PKCE request of the code, its session unmarshalled into
 // session, or fosite.ErrNotFound.
 func (s *Store) GetPKCERequestSession(ctx context.Context, signature string, session fosite.Session) (fosite.Requester, error) {
-	var m pkceRequestModel
-	if err := s.conn(ctx).Take(&m, "signature = ?", signature).Error; err != nil {
-		if isNotFound(err) {
-			return nil, fosite.ErrNotFound
-		}
-		return nil, fmt.Errorf("storage: get pkce request: %w", err)
+	m, err := takeRequestRow[pkceRequestModel](ctx, s, "pkce request", signature)
+	if err != nil {
+		return nil, err
 	}
 	return s.toRequest(ctx, &m.Request, session)
 }
@@ -73,12 +70,9 @@ func (s *Store) GetOpenIDConnectSession(ctx context.Context, authorizeCode strin
 	if requester == nil {
 		return nil, errors.New("storage: get openid connect session: nil requester")
 	}
-	var m oidcSessionModel
-	if err := s.conn(ctx).Take(&m, "signature = ?", oidcKey(authorizeCode)).Error; err != nil {
-		if isNotFound(err) {
-			return nil, fosite.ErrNotFound
-		}
-		return nil, fmt.Errorf("storage: get openid connect session: %w", err)
+	m, err := takeRequestRow[oidcSessionModel](ctx, s, "openid connect session", oidcKey(authorizeCode))
+	if err != nil {
+		return nil, err
 	}
 	return s.toRequest(ctx, &m.Request, requester.GetSession())
 }

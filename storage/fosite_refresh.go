@@ -28,12 +28,9 @@ func (s *Store) CreateRefreshTokenSession(ctx context.Context, signature string,
 // together with fosite.ErrInactiveToken, which fosite treats as reuse and answers by
 // revoking the whole grant; an unknown token returns fosite.ErrNotFound.
 func (s *Store) GetRefreshTokenSession(ctx context.Context, signature string, session fosite.Session) (fosite.Requester, error) {
-	var m refreshTokenModel
-	if err := s.conn(ctx).Take(&m, "signature = ?", signature).Error; err != nil {
-		if isNotFound(err) {
-			return nil, fosite.ErrNotFound
-		}
-		return nil, fmt.Errorf("storage: get refresh token: %w", err)
+	m, err := takeRequestRow[refreshTokenModel](ctx, s, "refresh token", signature)
+	if err != nil {
+		return nil, err
 	}
 	r, err := s.toRequest(ctx, &m.Request, session)
 	if err != nil {

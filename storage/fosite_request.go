@@ -95,3 +95,17 @@ func (s *Store) toRequest(ctx context.Context, c *requestColumns, session fosite
 		GrantedAudience:   fosite.Arguments(c.GrantedAudience),
 	}, nil
 }
+
+// takeRequestRow loads the row of a request table (codes, tokens, PKCE and OpenID Connect
+// rows) whose key is signature, mapping a missing row to fosite.ErrNotFound as fosite's
+// storage interfaces require; what names the table in errors.
+func takeRequestRow[M any](ctx context.Context, s *Store, what, signature string) (*M, error) {
+	var m M
+	if err := s.conn(ctx).Take(&m, "signature = ?", signature).Error; err != nil {
+		if isNotFound(err) {
+			return nil, fosite.ErrNotFound
+		}
+		return nil, fmt.Errorf("storage: get %s: %w", what, err)
+	}
+	return &m, nil
+}
