@@ -16,6 +16,17 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# wait_ready URL LOG waits up to 10 s for URL to answer, else prints LOG and fails.
+wait_ready() {
+	for _ in $(seq 1 100); do
+		curl -sf "$1" >/dev/null && return 0
+		sleep 0.1
+	done
+	echo "no answer from $1:" >&2
+	cat "$2" >&2
+	exit 1
+}
+
 go build -o "$work/gatehouse" ./examples/server
 go build -o "$work/loadgen" ./examples/loadgen
 secret=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
@@ -32,16 +43,7 @@ for alg in RS256 ES256; do
 	GATEHOUSE_LOG_LEVEL=warn "$work/gatehouse" serve --dsn "$dsn" --secret "$secret" --demo=false \
 		--addr "127.0.0.1:$port" --issuer "http://127.0.0.1:$port" --access-token-alg "$alg" 2>"$work/serve.log" &
 	server_pid=$!
-	ready=""
-	for _ in $(seq 1 100); do
-		if curl -sf "http://127.0.0.1:$port/readyz" >/dev/null; then ready=1; break; fi
-		sleep 0.1
-	done
-	if [ -z "$ready" ]; then
-		echo "the server did not become ready:" >&2
-		cat "$work/serve.log" >&2
-		exit 1
-	fi
+	wait_ready "http://127.0.0.1:$port/readyz" "$work/serve.log"
 	echo "== Gatehouse, SQLite, $alg access tokens, $concurrency concurrent, ${seconds}s"
 	"$work/loadgen" -token-url "http://127.0.0.1:$port/api/oauth/token" -client-id loadgen \
 		-client-secret "$client_secret" -scope api -c "$concurrency" -d "${seconds}s"
@@ -55,16 +57,7 @@ if [ "${COMPARE:-}" = node-oidc-provider ]; then
 	cp examples/loadgen/node-oidc-provider.mjs "$work/node/"
 	node "$work/node/node-oidc-provider.mjs" "$port" "$client_secret" >"$work/node.log" 2>&1 &
 	server_pid=$!
-	ready=""
-	for _ in $(seq 1 100); do
-		if curl -sf "http://127.0.0.1:$port/.well-known/openid-configuration" >/dev/null; then ready=1; break; fi
-		sleep 0.1
-	done
-	if [ -z "$ready" ]; then
-		echo "node-oidc-provider did not start:" >&2
-		cat "$work/node.log" >&2
-		exit 1
-	fi
+	wait_ready "http://127.0.0.1:$port/.well-known/openid-configuration" "$work/node.log"
 	echo "== node-oidc-provider $(node -p "require('$work/node/node_modules/oidc-provider/package.json').version"), in memory, RS256 JWT access tokens, $concurrency concurrent, ${seconds}s"
 	"$work/loadgen" -token-url "http://127.0.0.1:$port/token" -client-id loadgen \
 		-client-secret "$client_secret" -scope api -c "$concurrency" -d "${seconds}s"
