@@ -107,7 +107,7 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	p.auth, err = publicauth.New(publicauth.Config{
 		SessionLifespan:      cfg.PublicSessionLifespan,
 		AdminSessionLifespan: cfg.AdminSessionLifespan,
-		SecureCookies:        secureCookies(cfg.Issuer),
+		InsecureCookies:      !secureCookies(cfg.Issuer),
 		Secret:               deriveKey(cfg.Secret, "publicauth"),
 	}, p.store, p.store, publicauth.WithClock(o.now), publicauth.WithRandom(o.random), publicauth.WithLogger(o.logger))
 	if err != nil {

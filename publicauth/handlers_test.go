@@ -210,22 +210,22 @@ func TestLogin(t *testing.T) {
 				t.Fatalf("no %s cookie set", publicauth.CookiePublic)
 			}
 			if c.Value == "" || !c.HttpOnly || c.Path != "/" || c.SameSite != http.SameSiteLaxMode ||
-				c.Secure || c.MaxAge != int((7*24*time.Hour).Seconds()) {
-				t.Errorf("cookie = %+v, want a value, HttpOnly, Path=/, SameSite=Lax, not Secure, Max-Age=604800", c)
+				!c.Secure || c.MaxAge != int((7*24*time.Hour).Seconds()) {
+				t.Errorf("cookie = %+v, want a value, HttpOnly, Path=/, SameSite=Lax, Secure (the default), Max-Age=604800", c)
 			}
 			if res.cookie(publicauth.CookieAdmin) != nil {
 				t.Errorf("login set an %s cookie, want none", publicauth.CookieAdmin)
 			}
 		})
 
-		t.Run("Secure cookie when configured", func(t *testing.T) {
-			e := newEnv(t, b, publicauth.Config{SecureCookies: true, SessionLifespan: time.Hour})
+		t.Run("no Secure attribute only when configured for plain http", func(t *testing.T) {
+			e := newEnv(t, b, publicauth.Config{InsecureCookies: true, SessionLifespan: time.Hour})
 			e.register(t, "alice@example.com", "correct horse", "Alice")
 			res := e.postJSON(t, "/api/public/login", map[string]string{"email": "alice@example.com", "password": "correct horse"})
 			wantStatus(t, res, http.StatusOK)
 			c := res.cookie(publicauth.CookiePublic)
-			if c == nil || !c.Secure || c.MaxAge != 3600 {
-				t.Errorf("cookie = %+v, want Secure and Max-Age=3600", c)
+			if c == nil || c.Secure || c.MaxAge != 3600 {
+				t.Errorf("cookie = %+v, want no Secure attribute and Max-Age=3600", c)
 			}
 		})
 

@@ -16,9 +16,10 @@ type Config struct {
 	SessionLifespan time.Duration
 	// AdminSessionLifespan is how long an `admin-session` lasts after login: default 8 hours.
 	AdminSessionLifespan time.Duration
-	// SecureCookies sets the Secure attribute on the session cookies. The provider turns it
-	// on unless the issuer is plain http on localhost. Default false.
-	SecureCookies bool
+	// InsecureCookies leaves the Secure attribute off the session cookies, so browsers send
+	// them over plain http: for local development only. The provider sets it when the issuer
+	// is plain http on a loopback host. Default false: cookies are Secure.
+	InsecureCookies bool
 	// Secret is the system secret, at least 32 bytes. The session cookies' HMAC keys are
 	// derived from it with HKDF-SHA-256 (RFC 5869), one key per cookie name; it is never used
 	// as a key itself. Required.
@@ -126,7 +127,7 @@ func New(cfg Config, users UserStore, sessions SessionStore, opts ...Option) (*S
 			SessionAdmin:  cfg.AdminSessionLifespan,
 		},
 		cookies:        map[string]cookieCodec{},
-		secureCookies:  cfg.SecureCookies,
+		secureCookies:  !cfg.InsecureCookies,
 		clock:          o.clock,
 		random:         o.random,
 		logger:         o.logger,

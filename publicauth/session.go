@@ -17,7 +17,7 @@ const sessionTokenBytes = 32
 // StartSession logs u in: it stores a new session of the given kind (SessionPublic or
 // SessionAdmin) that authenticated by method (MethodPassword, …) and sets its cookie on w
 // (`public-session`: SameSite=Lax; `admin-session`: SameSite=Strict; both HttpOnly, Path=/,
-// Max-Age = the kind's lifespan, Secure per Config.SecureCookies). The cookie carries a
+// Max-Age = the kind's lifespan, Secure unless Config.InsecureCookies). The cookie carries a
 // random 256-bit token signed with HMAC-SHA-256; the store keeps only its SHA-256. AuthTime
 // is now. Call it before anything is written to the response body.
 //
