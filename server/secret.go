@@ -61,6 +61,10 @@ func loadSecret(configured []byte, dsn string, random io.Reader, logger *slog.Lo
 	secret, err := readSecretFile(file)
 	if err == nil {
 		logger.Warn("no secret configured; using the secret stored beside the database (set GATEHOUSE_SECRET to manage it yourself)", "file", file)
+		if info, serr := os.Stat(file); serr == nil && info.Mode().Perm()&0o077 != 0 {
+			logger.Warn("the secret file can be read by other users: anyone who reads it can forge client secrets and decrypt the signing keys; chmod 600 it",
+				"file", file, "mode", info.Mode().Perm().String())
+		}
 		return secret, nil
 	}
 	if !errors.Is(err, fs.ErrNotExist) {

@@ -150,3 +150,22 @@ func TestLoadSecretConcurrentFirstStartsAgree(t *testing.T) {
 		}
 	}
 }
+
+// A secret file other users can read is still used, with a warning saying what it exposes.
+func TestLoadSecretWarnsAboutReadableFile(t *testing.T) {
+	dir := t.TempDir()
+	dsn := "sqlite:" + filepath.Join(dir, "gatehouse.db")
+	if _, err := loadSecret(nil, dsn, rand.Reader, slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(dir, "gatehouse.db.secret"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	if _, err := loadSecret(nil, dsn, rand.Reader, newLogger(&logs, slog.LevelInfo)); err != nil {
+		t.Fatalf("load with a readable file: %v", err)
+	}
+	if !strings.Contains(logs.String(), "can be read by other users") {
+		t.Errorf("log: got %s, want a warning about the readable secret file", logs.String())
+	}
+}
