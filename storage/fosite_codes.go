@@ -44,22 +44,5 @@ func (s *Store) GetAuthorizeCodeSession(ctx context.Context, signature string, s
 // concurrent exchanges exactly one succeeds: the other gets
 // fosite.ErrInvalidatedAuthorizeCode. An unknown code returns fosite.ErrNotFound.
 func (s *Store) InvalidateAuthorizeCodeSession(ctx context.Context, signature string) error {
-	db := s.conn(ctx)
-	res := db.Model(&authorizationCodeModel{}).
-		Where("signature = ? AND active = ?", signature, true).
-		Update("active", false)
-	if res.Error != nil {
-		return fmt.Errorf("storage: invalidate authorization code: %w", res.Error)
-	}
-	if res.RowsAffected == 1 {
-		return nil
-	}
-	var n int64
-	if err := db.Model(&authorizationCodeModel{}).Where("signature = ?", signature).Count(&n).Error; err != nil {
-		return fmt.Errorf("storage: invalidate authorization code: %w", err)
-	}
-	if n == 0 {
-		return fosite.ErrNotFound
-	}
-	return fosite.ErrInvalidatedAuthorizeCode
+	return deactivate[authorizationCodeModel](s.conn(ctx), "invalidate authorization code", signature, fosite.ErrInvalidatedAuthorizeCode)
 }

@@ -58,21 +58,8 @@ func (s *Store) DeleteRefreshTokenSession(ctx context.Context, signature string)
 // fosite.ErrNotFound. The token is found by its signature; requestID is not needed for that.
 func (s *Store) RotateRefreshToken(ctx context.Context, requestID string, signature string) error {
 	return s.inTx(ctx, func(tx *gorm.DB) error {
-		res := tx.Model(&refreshTokenModel{}).
-			Where("signature = ? AND active = ?", signature, true).
-			Update("active", false)
-		if res.Error != nil {
-			return fmt.Errorf("storage: rotate refresh token: %w", res.Error)
-		}
-		if res.RowsAffected == 0 {
-			var n int64
-			if err := tx.Model(&refreshTokenModel{}).Where("signature = ?", signature).Count(&n).Error; err != nil {
-				return fmt.Errorf("storage: rotate refresh token: %w", err)
-			}
-			if n == 0 {
-				return fosite.ErrNotFound
-			}
-			return fosite.ErrInactiveToken
+		if err := deactivate[refreshTokenModel](tx, "rotate refresh token", signature, fosite.ErrInactiveToken); err != nil {
+			return err
 		}
 		err := tx.Exec(`DELETE FROM access_tokens WHERE signature IN
 			(SELECT access_signature FROM refresh_tokens WHERE signature = ?)`, signature).Error

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ory/fosite"
+	"gorm.io/gorm"
 )
 
 // codeRetention is how long a row keyed by an authorization code (the code itself, its PKCE
@@ -108,4 +109,26 @@ func takeRequestRow[M any](ctx context.Context, s *Store, what, signature string
 		return nil, fmt.Errorf("storage: get %s: %w", what, err)
 	}
 	return &m, nil
+}
+
+// deactivate marks the active row of M with that signature inactive, as one conditional
+// update: of two concurrent callers exactly one succeeds. When no row changed it returns
+// fosite.ErrNotFound for a missing row and inactive (fosite's error for a used code or a
+// rotated token) for one already inactive. what names the operation in errors.
+func deactivate[M any](db *gorm.DB, what, signature string, inactive error) error {
+	res := db.Model(new(M)).Where("signature = ? AND active = ?", signature, true).Update("active", false)
+	if res.Error != nil {
+		return fmt.Errorf("storage: %s: %w", what, res.Error)
+	}
+	if res.RowsAffected > 0 {
+		return nil
+	}
+	var n int64
+	if err := db.Model(new(M)).Where("signature = ?", signature).Count(&n).Error; err != nil {
+		return fmt.Errorf("storage: %s: %w", what, err)
+	}
+	if n == 0 {
+		return fosite.ErrNotFound
+	}
+	return inactive
 }
