@@ -377,20 +377,11 @@ func testConcurrentSaveConsent(t *testing.T, s *storage.Store) {
 	ctx := context.Background()
 	mustCreateClient(t, s, "app")
 	u := mustCreateUser(t, s, "frank@example.com")
-	const n = 10
-	errs := make([]error, n)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			errs[i] = s.SaveConsent(ctx, &storage.Consent{
-				UserID: u.ID, ClientID: "app", Scopes: []string{"openid", fmt.Sprintf("scope-%d", i)}, GrantedAt: t0,
-			})
+	errs := runConcurrently(10, func(i int) error {
+		return s.SaveConsent(ctx, &storage.Consent{
+			UserID: u.ID, ClientID: "app", Scopes: []string{"openid", fmt.Sprintf("scope-%d", i)}, GrantedAt: t0,
 		})
-	}
-	close(start)
-	wg.Wait()
+	})
 	for i, err := range errs {
 		if err != nil {
 			t.Errorf("SaveConsent #%d: got error %v, want none", i, err)
@@ -409,31 +400,12 @@ func testConcurrentCreateUser(t *testing.T, s *storage.Store) {
 		"race@example.com", "Race@example.com", "RACE@example.com", "race@Example.com", "race@EXAMPLE.COM",
 		"rAce@example.com", "raCe@example.com", "racE@example.com", "RaCe@ExAmPlE.cOm", "rACE@example.COM",
 	}
-	errs := make([]error, len(emails))
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i, email := range emails {
-		wg.Go(func() {
-			<-start
-			u := newUser(email)
-			u.ID = fmt.Sprintf("racer-%d", i)
-			errs[i] = s.CreateUser(ctx, u)
-		})
-	}
-	close(start)
-	wg.Wait()
-	created := 0
-	for i, err := range errs {
-		switch {
-		case err == nil:
-			created++
-		case !errors.Is(err, publicauth.ErrEmailTaken):
-			t.Errorf("CreateUser #%d: got error %v, want nil or %v", i, err, publicauth.ErrEmailTaken)
-		}
-	}
-	if created != 1 {
-		t.Errorf("got %d users created, want exactly 1", created)
-	}
+	errs := runConcurrently(len(emails), func(i int) error {
+		u := newUser(emails[i])
+		u.ID = fmt.Sprintf("racer-%d", i)
+		return s.CreateUser(ctx, u)
+	})
+	checkOneWinner(t, "CreateUser", errs, publicauth.ErrEmailTaken)
 }
 
 func testSigningKeyRotation(t *testing.T, s *storage.Store) {
