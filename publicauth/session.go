@@ -91,7 +91,7 @@ func (s *Service) CurrentSession(r *http.Request, kind string) (*Session, *User,
 	}
 	ctx := r.Context()
 	now := s.now()
-	sess, err := s.sessions.SessionByIDHash(ctx, hashSessionToken(token), now)
+	sess, u, err := s.sessions.SessionByIDHash(ctx, hashSessionToken(token), now)
 	if errors.Is(err, ErrSessionNotFound) {
 		return nil, nil, ErrSessionNotFound
 	}
@@ -100,13 +100,6 @@ func (s *Service) CurrentSession(r *http.Request, kind string) (*Session, *User,
 	}
 	if sess.Kind != kind || !sess.ExpiresAt.After(now) {
 		return nil, nil, ErrSessionNotFound
-	}
-	u, err := s.users.UserByID(ctx, sess.UserID)
-	if errors.Is(err, ErrUserNotFound) {
-		return nil, nil, ErrSessionNotFound
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("publicauth: load session user: %w", err)
 	}
 	if u.Status != StatusActive || (kind == SessionAdmin && u.Role != RoleAdmin) {
 		return nil, nil, ErrSessionNotFound

@@ -25,9 +25,10 @@ type UserStore interface {
 type SessionStore interface {
 	// CreateSession inserts s.
 	CreateSession(ctx context.Context, s *Session) error
-	// SessionByIDHash returns the session with that id hash whose ExpiresAt is after now, or
-	// ErrSessionNotFound (for a missing, expired or deleted session).
-	SessionByIDHash(ctx context.Context, idHash string, now time.Time) (*Session, error)
+	// SessionByIDHash returns the session with that id hash whose ExpiresAt is after now,
+	// together with its user, in one round trip (it runs on every request that carries a
+	// session cookie); or ErrSessionNotFound for a missing, expired or deleted session.
+	SessionByIDHash(ctx context.Context, idHash string, now time.Time) (*Session, *User, error)
 	// DeleteSession removes the session; deleting a missing session is not an error.
 	DeleteSession(ctx context.Context, idHash string) error
 	// DeleteUserSessions removes every session of the user.

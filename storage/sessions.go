@@ -38,16 +38,30 @@ func (s *Store) CreateSession(ctx context.Context, sess *publicauth.Session) err
 	return nil
 }
 
-// SessionByIDHash returns the session with that id hash whose ExpiresAt is after now, or
-// publicauth.ErrSessionNotFound for a missing, expired or deleted session.
-func (s *Store) SessionByIDHash(ctx context.Context, idHash string, now time.Time) (*publicauth.Session, error) {
-	var m sessionModel
-	if err := s.conn(ctx).Take(&m, "id_hash = ? AND expires_at > ?", idHash, utc(now)).Error; err != nil {
-		if isNotFound(err) {
-			return nil, publicauth.ErrSessionNotFound
-		}
-		return nil, fmt.Errorf("storage: get session: %w", err)
+// SessionByIDHash returns the session with that id hash whose ExpiresAt is after now and its
+// user, or publicauth.ErrSessionNotFound for a missing, expired or deleted session.
+func (s *Store) SessionByIDHash(ctx context.Context, idHash string, now time.Time) (*publicauth.Session, *publicauth.User, error) {
+	// One join: a session's user always exists (its rows cascade with the user's).
+	var row struct {
+		Session sessionModel `gorm:"embedded"`
+		User    userModel    `gorm:"embedded;embeddedPrefix:u_"`
 	}
+	err := s.conn(ctx).Table("sessions").
+		Select(`sessions.id_hash, sessions.user_id, sessions.kind, sessions.method, sessions.auth_time,
+			sessions.created_at, sessions.expires_at, users.id AS u_id, users.email AS u_email,
+			users.email_lower AS u_email_lower, users.email_verified AS u_email_verified,
+			users.name AS u_name, users.password_hash AS u_password_hash, users.role AS u_role,
+			users.status AS u_status, users.created_at AS u_created_at, users.updated_at AS u_updated_at`).
+		Joins("JOIN users ON users.id = sessions.user_id").
+		Where("sessions.id_hash = ? AND sessions.expires_at > ?", idHash, utc(now)).
+		Take(&row).Error
+	if err != nil {
+		if isNotFound(err) {
+			return nil, nil, publicauth.ErrSessionNotFound
+		}
+		return nil, nil, fmt.Errorf("storage: get session: %w", err)
+	}
+	m := row.Session
 	return &publicauth.Session{
 		IDHash:    m.IDHash,
 		UserID:    m.UserID,
@@ -56,7 +70,7 @@ func (s *Store) SessionByIDHash(ctx context.Context, idHash string, now time.Tim
 		AuthTime:  timeUTC(m.AuthTime),
 		CreatedAt: timeUTC(m.CreatedAt),
 		ExpiresAt: timeUTC(m.ExpiresAt),
-	}, nil
+	}, row.User.toUser(), nil
 }
 
 // DeleteSession removes the session; deleting a missing session is not an error.

@@ -111,7 +111,7 @@ func testMissingRows(t *testing.T, s *storage.Store) {
 		{"UserByID", func() error { _, err := s.UserByID(ctx, "nope"); return err }, publicauth.ErrUserNotFound},
 		{"UserByEmail", func() error { _, err := s.UserByEmail(ctx, "nope@example.com"); return err }, publicauth.ErrUserNotFound},
 		{"UpdateUser", func() error { return s.UpdateUser(ctx, newUser("ghost@example.com")) }, publicauth.ErrUserNotFound},
-		{"SessionByIDHash", func() error { _, err := s.SessionByIDHash(ctx, "nope", t0); return err }, publicauth.ErrSessionNotFound},
+		{"SessionByIDHash", func() error { _, _, err := s.SessionByIDHash(ctx, "nope", t0); return err }, publicauth.ErrSessionNotFound},
 		{"DeleteSession", func() error { return s.DeleteSession(ctx, "nope") }, nil},
 		{"CreateSession unknown user", func() error {
 			return s.CreateSession(ctx, &publicauth.Session{IDHash: "h", UserID: "nope", Kind: publicauth.SessionPublic, ExpiresAt: t0})
@@ -240,7 +240,7 @@ func testTimeZones(t *testing.T, s *storage.Store) {
 			sess := &publicauth.Session{IDHash: "tz", UserID: user.ID, Kind: publicauth.SessionPublic,
 				Method: publicauth.MethodPassword, AuthTime: in, CreatedAt: in, ExpiresAt: in.Add(time.Hour)}
 			mustNoErr(t, "CreateSession", s.CreateSession(ctx, sess))
-			got, err := s.SessionByIDHash(ctx, "tz", in)
+			got, _, err := s.SessionByIDHash(ctx, "tz", in)
 			mustNoErr(t, "SessionByIDHash", err)
 			return []time.Time{got.AuthTime, got.CreatedAt, got.ExpiresAt.Add(-time.Hour)}
 		}},
@@ -288,6 +288,8 @@ func testTimeZones(t *testing.T, s *storage.Store) {
 func testSessionExpiry(t *testing.T, s *storage.Store) {
 	ctx := context.Background()
 	u := mustCreateUser(t, s, "dave@example.com")
+	owner, err := s.UserByID(ctx, u.ID)
+	mustNoErr(t, "UserByID", err)
 	want := &publicauth.Session{
 		IDHash: "hash-1", UserID: u.ID, Kind: publicauth.SessionAdmin, Method: publicauth.MethodPassword,
 		AuthTime: t0.Add(-time.Minute), CreatedAt: t0, ExpiresAt: t0.Add(time.Hour),
@@ -304,10 +306,13 @@ func testSessionExpiry(t *testing.T, s *storage.Store) {
 		{"at expiry", t0.Add(time.Hour), publicauth.ErrSessionNotFound},
 		{"after expiry", t0.Add(2 * time.Hour), publicauth.ErrSessionNotFound},
 	} {
-		got, err := s.SessionByIDHash(ctx, "hash-1", c.now)
+		got, gotUser, err := s.SessionByIDHash(ctx, "hash-1", c.now)
 		checkErr(t, "SessionByIDHash "+c.name, err, c.want)
 		if c.want == nil && err == nil && !reflect.DeepEqual(got, want) {
 			t.Errorf("SessionByIDHash %s:\ngot  %+v\nwant %+v", c.name, got, want)
+		}
+		if c.want == nil && err == nil && !reflect.DeepEqual(gotUser, owner) {
+			t.Errorf("SessionByIDHash %s, its user:\ngot  %+v\nwant %+v", c.name, gotUser, owner)
 		}
 	}
 
@@ -319,12 +324,12 @@ func testSessionExpiry(t *testing.T, s *storage.Store) {
 		t.Errorf("got CreatedAt zero, want it set by CreateSession")
 	}
 	mustNoErr(t, "DeleteSession", s.DeleteSession(ctx, "hash-1"))
-	_, err := s.SessionByIDHash(ctx, "hash-1", t0)
+	_, _, err = s.SessionByIDHash(ctx, "hash-1", t0)
 	checkErr(t, "SessionByIDHash after DeleteSession", err, publicauth.ErrSessionNotFound)
-	_, err = s.SessionByIDHash(ctx, "hash-2", t0)
+	_, _, err = s.SessionByIDHash(ctx, "hash-2", t0)
 	checkErr(t, "SessionByIDHash of the other session", err, nil)
 	mustNoErr(t, "DeleteUserSessions", s.DeleteUserSessions(ctx, u.ID))
-	_, err = s.SessionByIDHash(ctx, "hash-2", t0)
+	_, _, err = s.SessionByIDHash(ctx, "hash-2", t0)
 	checkErr(t, "SessionByIDHash after DeleteUserSessions", err, publicauth.ErrSessionNotFound)
 }
 

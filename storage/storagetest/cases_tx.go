@@ -160,7 +160,7 @@ func checkRowsExist(t *testing.T, s *storage.Store, key string, want bool) {
 		_, err := k.get(s, ctx, key, newSession())
 		checkErr(t, k.name+" "+key, err, wantErr(fosite.ErrNotFound))
 	}
-	_, err := s.SessionByIDHash(ctx, key, before)
+	_, _, err := s.SessionByIDHash(ctx, key, before)
 	checkErr(t, "session "+key, err, wantErr(publicauth.ErrSessionNotFound))
 	_, err = s.AuthRequestByIDHash(ctx, key, before)
 	checkErr(t, "auth request "+key, err, wantErr(storage.ErrNotFound))
