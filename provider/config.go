@@ -60,6 +60,13 @@ type Config struct {
 	// TemplateDir, when set, holds *.html files that replace the embedded hosted pages of
 	// the same name (login.html, register.html, consent.html, error.html, logged_out.html).
 	TemplateDir string
+
+	// PublicAuth configures mail, the PIN gate, magic links, password reset and rate limits.
+	PublicAuth PublicAuthConfig
+	// Permissions configures the per-application permission routes.
+	Permissions PermissionsConfig
+	// Social configures login through Google, Facebook and upstream OpenID Connect providers.
+	Social SocialConfig
 }
 
 // Option supplies a collaborator to New.
@@ -146,6 +153,16 @@ func (cfg Config) withDefaults() (Config, error) {
 		if d < 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive", name))
 		}
+	}
+	var err error
+	if cfg.PublicAuth, err = cfg.PublicAuth.withDefaults(); err != nil {
+		errs = append(errs, err)
+	}
+	if cfg.Permissions, err = cfg.Permissions.withDefaults(); err != nil {
+		errs = append(errs, err)
+	}
+	if cfg.Social, err = cfg.Social.withDefaults(cfg.Issuer); err != nil {
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return cfg, fmt.Errorf("provider: invalid config: %w", err)

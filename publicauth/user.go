@@ -32,8 +32,14 @@ type User struct {
 	PasswordHash string
 	Role         string
 	Status       string
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
+	// RequirePIN turns on the PIN gate for this user: a password or magic-link login asks
+	// for a one-time PIN sent by mail before the session starts.
+	RequirePIN bool
+	// SocialProviders lists the social and upstream identity providers linked to the
+	// account ("google", "facebook", "oidc:<name>"), sorted; it feeds LoginMethods.
+	SocialProviders []string
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
 }
 
 // LoginMethods lists how the user can log in, in a stable order.
@@ -42,7 +48,7 @@ func (u *User) LoginMethods() []string {
 	if u.PasswordHash != "" {
 		methods = append(methods, MethodPassword)
 	}
-	return methods
+	return append(methods, u.SocialProviders...)
 }
 
 // Session kinds: which cookie carries the session.

@@ -9,6 +9,15 @@ func migrations() []migration {
 		{version: 1, name: "initial schema", up: func(tx *gorm.DB, d dialect) error {
 			return execAll(tx, d, schemaV1())
 		}},
+		{version: 2, name: "public authentication: PIN gate, one-time tokens, PIN challenges", up: func(tx *gorm.DB, d dialect) error {
+			return execAll(tx, d, schemaV2())
+		}},
+		{version: 3, name: "per-application permissions and their audit log", up: func(tx *gorm.DB, d dialect) error {
+			return execAll(tx, d, schemaV3())
+		}},
+		{version: 4, name: "linked social and upstream identities", up: func(tx *gorm.DB, d dialect) error {
+			return execAll(tx, d, schemaV4())
+		}},
 	}
 }
 

@@ -71,16 +71,18 @@ type clientModel struct {
 func (clientModel) TableName() string { return "clients" }
 
 type userModel struct {
-	ID            string `gorm:"primaryKey"`
-	Email         string
-	EmailLower    string
-	EmailVerified bool
-	Name          string
-	PasswordHash  string
-	Role          string
-	Status        string
-	CreatedAt     time.Time `gorm:"autoCreateTime:false"`
-	UpdatedAt     time.Time `gorm:"autoUpdateTime:false"`
+	ID              string `gorm:"primaryKey"`
+	Email           string
+	EmailLower      string
+	EmailVerified   bool
+	Name            string
+	PasswordHash    string
+	Role            string
+	Status          string
+	RequirePIN      bool       `gorm:"column:require_pin"`
+	SocialProviders stringList `gorm:"column:social_providers"`
+	CreatedAt       time.Time  `gorm:"autoCreateTime:false"`
+	UpdatedAt       time.Time  `gorm:"autoUpdateTime:false"`
 }
 
 func (userModel) TableName() string { return "users" }

@@ -14,30 +14,34 @@ func emailKey(email string) string { return strings.ToLower(email) }
 
 func userToModel(u *publicauth.User) *userModel {
 	return &userModel{
-		ID:            u.ID,
-		Email:         u.Email,
-		EmailLower:    emailKey(u.Email),
-		EmailVerified: u.EmailVerified,
-		Name:          u.Name,
-		PasswordHash:  u.PasswordHash,
-		Role:          u.Role,
-		Status:        u.Status,
-		CreatedAt:     utc(u.CreatedAt),
-		UpdatedAt:     utc(u.UpdatedAt),
+		ID:              u.ID,
+		Email:           u.Email,
+		EmailLower:      emailKey(u.Email),
+		EmailVerified:   u.EmailVerified,
+		Name:            u.Name,
+		PasswordHash:    u.PasswordHash,
+		Role:            u.Role,
+		Status:          u.Status,
+		RequirePIN:      u.RequirePIN,
+		SocialProviders: u.SocialProviders,
+		CreatedAt:       utc(u.CreatedAt),
+		UpdatedAt:       utc(u.UpdatedAt),
 	}
 }
 
 func (m *userModel) toUser() *publicauth.User {
 	return &publicauth.User{
-		ID:            m.ID,
-		Email:         m.Email,
-		EmailVerified: m.EmailVerified,
-		Name:          m.Name,
-		PasswordHash:  m.PasswordHash,
-		Role:          m.Role,
-		Status:        m.Status,
-		CreatedAt:     timeUTC(m.CreatedAt),
-		UpdatedAt:     timeUTC(m.UpdatedAt),
+		ID:              m.ID,
+		Email:           m.Email,
+		EmailVerified:   m.EmailVerified,
+		Name:            m.Name,
+		PasswordHash:    m.PasswordHash,
+		Role:            m.Role,
+		Status:          m.Status,
+		RequirePIN:      m.RequirePIN,
+		SocialProviders: []string(m.SocialProviders),
+		CreatedAt:       timeUTC(m.CreatedAt),
+		UpdatedAt:       timeUTC(m.UpdatedAt),
 	}
 }
 
@@ -106,14 +110,16 @@ func (s *Store) UpdateUser(ctx context.Context, u *publicauth.User) error {
 	var affected int64
 	err := s.guarded(ctx, func(db *gorm.DB) error {
 		res := db.Model(&userModel{}).Where("id = ?", u.ID).Updates(map[string]any{
-			"email":          u.Email,
-			"email_lower":    emailKey(u.Email),
-			"email_verified": u.EmailVerified,
-			"name":           u.Name,
-			"password_hash":  u.PasswordHash,
-			"role":           u.Role,
-			"status":         u.Status,
-			"updated_at":     now,
+			"email":            u.Email,
+			"email_lower":      emailKey(u.Email),
+			"email_verified":   u.EmailVerified,
+			"name":             u.Name,
+			"password_hash":    u.PasswordHash,
+			"role":             u.Role,
+			"status":           u.Status,
+			"require_pin":      u.RequirePIN,
+			"social_providers": stringList(u.SocialProviders),
+			"updated_at":       now,
 		})
 		affected = res.RowsAffected
 		return res.Error

@@ -9,10 +9,7 @@ import (
 // Run runs every storage case as a subtest of t, each on a fresh store from open.
 func Run(t *testing.T, open func(t *testing.T) *storage.Store) {
 	t.Helper()
-	cases := []struct {
-		name string
-		run  func(t *testing.T, s *storage.Store)
-	}{
+	cases := []storageCase{
 		{"MigrateIsIdempotent", testMigrateIdempotent},
 		{"ClientRoundTrip", testClientRoundTrip},
 		{"ClientCreateTwiceConflicts", testClientCreateTwice},
@@ -42,9 +39,18 @@ func Run(t *testing.T, open func(t *testing.T) *storage.Store) {
 		{"ClientMemo", testClientMemo},
 		{"RevokeTokensOf", testRevokeTokensOf},
 	}
+	cases = append(cases, publicAuthCases()...)
+	cases = append(cases, permissionCases()...)
+	cases = append(cases, socialCases()...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			c.run(t, open(t))
 		})
 	}
+}
+
+// storageCase is one case of the suite: a name and a test of a fresh store.
+type storageCase struct {
+	name string
+	run  func(t *testing.T, s *storage.Store)
 }

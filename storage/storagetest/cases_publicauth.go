@@ -1,0 +1,6 @@
+package storagetest
+
+// publicAuthCases are the cases of one-time mail tokens, PIN challenges and the PIN gate.
+func publicAuthCases() []storageCase {
+	return nil
+}

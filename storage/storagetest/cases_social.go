@@ -1,0 +1,6 @@
+package storagetest
+
+// socialCases are the cases of linked social identities.
+func socialCases() []storageCase {
+	return nil
+}
