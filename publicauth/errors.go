@@ -1,6 +1,9 @@
 package publicauth
 
-import "errors"
+import (
+	"errors"
+	"time"
+)
 
 // Errors the stores and the service return. The HTTP mapping lives in one table (http.go).
 var (
@@ -10,7 +13,28 @@ var (
 	ErrInvalidCredentials = errors.New("invalid email or password")
 	ErrAccountDisabled    = errors.New("account disabled")
 	ErrNotAdmin           = errors.New("user is not an admin")
+	// ErrInvalidToken: a one-time link token that is unknown, used, expired, of another
+	// purpose, or sent to an address the account no longer has.
+	ErrInvalidToken = errors.New("invalid or expired token")
+	// ErrPINMismatch: a wrong PIN for a challenge that still has attempts left.
+	ErrPINMismatch = errors.New("wrong PIN")
+	// ErrChallengeInvalid: a PIN challenge that is unknown, used, expired or out of
+	// attempts; the user has to log in again.
+	ErrChallengeInvalid = errors.New("PIN challenge invalid or expired")
+	// ErrMailUnavailable: a mail the user needs to go on (the PIN) could not be sent.
+	ErrMailUnavailable = errors.New("mail could not be sent")
 )
+
+// RateLimitError answers an attempt over a rate limit or at a locked account. RetryAfter is
+// how long until the attempt may succeed (at least one second); the JSON API sends it as
+// the Retry-After header in whole seconds, rounded up.
+type RateLimitError struct {
+	RetryAfter time.Duration
+}
+
+func (e *RateLimitError) Error() string {
+	return "too many attempts, retry after " + e.RetryAfter.String()
+}
 
 // InputError reports a request value the service refuses (an email that is not a bare
 // address, a password that breaks the password rule, a missing name, …). Field names the

@@ -34,3 +34,90 @@ type SessionStore interface {
 	// DeleteUserSessions removes every session of the user.
 	DeleteUserSessions(ctx context.Context, userID string) error
 }
+
+// Store is everything a Service keeps in the database. Package storage implements it.
+type Store interface {
+	UserStore
+	SessionStore
+	TokenStore
+	PINStore
+	RedirectURIs
+	Transactional
+}
+
+// Transactional runs several store calls as one unit: every call made with the context
+// BeginTX returns joins the transaction until Commit or Rollback. A BeginTX on a context
+// that already carries a transaction nests inside it.
+type Transactional interface {
+	BeginTX(ctx context.Context) (context.Context, error)
+	Commit(ctx context.Context) error
+	Rollback(ctx context.Context) error
+}
+
+// Purposes of one-time tokens. Each purpose is a separate namespace: a token is only ever
+// consumed for the purpose it was issued for.
+const (
+	PurposeVerifyEmail   = "verify_email"
+	PurposeMagicLink     = "magic_link"
+	PurposePasswordReset = "password_reset"
+)
+
+// OneTimeToken is a single-use secret sent by mail (an email verification, magic link or
+// password reset link). The mail carries a random 256-bit token; the store keeps only its
+// SHA-256, so a database dump reveals no usable link.
+type OneTimeToken struct {
+	// IDHash is the hex SHA-256 of the token text.
+	IDHash string
+	// Purpose is one of the Purpose* constants (other packages may add their own).
+	Purpose string
+	UserID  string
+	// Email is the address the token was sent to; a token stops working once the user's
+	// address differs from it.
+	Email string
+	// RedirectURI is where a magic-link login goes after the session starts (may be empty).
+	RedirectURI string
+	// Resume is the internal path that continues a paused OAuth request (set only by the
+	// provider; may be empty).
+	Resume string
+	// Payload is purpose-specific data (may be empty).
+	Payload   string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	// UsedAt is when the token was consumed or superseded; nil while it is usable.
+	UsedAt *time.Time
+}
+
+// TokenStore persists one-time tokens.
+type TokenStore interface {
+	// CreateOneTimeToken inserts t. With supersede true it first marks every unused token
+	// of t's user and purpose as used, in the same transaction, so only the newest link
+	// works.
+	CreateOneTimeToken(ctx context.Context, t *OneTimeToken, supersede bool) error
+	// ConsumeOneTimeToken marks the token with that hash and purpose used at now, in one
+	// conditional update that succeeds only while the token is unused and unexpired (so of
+	// concurrent consumers exactly one wins), and returns it. Any other token yields
+	// ErrInvalidToken.
+	ConsumeOneTimeToken(ctx context.Context, idHash, purpose string, now time.Time) (*OneTimeToken, error)
+}
+
+// PINStore persists PIN challenges.
+type PINStore interface {
+	// CreatePINChallenge inserts c.
+	CreatePINChallenge(ctx context.Context, c *PINChallenge) error
+	// ReservePINAttempt counts one attempt at the challenge before its PIN is compared: one
+	// conditional update adds 1 to Attempts while the challenge is unused, unexpired at now
+	// and has fewer than maxAttempts attempts. It returns the challenge as updated, or
+	// ErrChallengeInvalid when no attempt is left (unknown, used, expired or spent).
+	ReservePINAttempt(ctx context.Context, id string, maxAttempts int, now time.Time) (*PINChallenge, error)
+	// ConsumePINChallenge marks the challenge used at now in one conditional update that
+	// succeeds only while it is unused and unexpired, so of concurrent consumers exactly one
+	// wins; the others get ErrChallengeInvalid.
+	ConsumePINChallenge(ctx context.Context, id string, now time.Time) error
+}
+
+// RedirectURIs answers whether a URI is registered as a redirect URI of some client.
+type RedirectURIs interface {
+	// IsRegisteredRedirectURI reports whether uri equals, as a string, a redirect URI of
+	// some registered client.
+	IsRegisteredRedirectURI(ctx context.Context, uri string) (bool, error)
+}

@@ -20,4 +20,5 @@ var (
 	_ fositestorage.Transactional        = (*Store)(nil)
 	_ publicauth.UserStore               = (*Store)(nil)
 	_ publicauth.SessionStore            = (*Store)(nil)
+	_ publicauth.Store                   = (*Store)(nil)
 )

@@ -7,17 +7,27 @@ import (
 	"time"
 )
 
-// expiringTables lists every table with an expires_at column and its primary key.
-func expiringTables() []struct{ table, key string } {
-	return []struct{ table, key string }{
-		{"authorization_codes", "signature"},
-		{"access_tokens", "signature"},
-		{"refresh_tokens", "signature"},
-		{"pkce_requests", "signature"},
-		{"oidc_sessions", "signature"},
-		{"sessions", "id_hash"},
-		{"auth_requests", "id_hash"},
-		{"client_assertion_jtis", "jti"},
+// expiringTable is a table the janitor sweeps: its primary key, and whether its rows also
+// die when used (a used_at column).
+type expiringTable struct {
+	table, key string
+	singleUse  bool
+}
+
+// expiringTables lists every table with an expires_at column. client_assertion_jtis stays
+// last: the janitor test takes its emptiness as the end of a sweep.
+func expiringTables() []expiringTable {
+	return []expiringTable{
+		{table: "authorization_codes", key: "signature"},
+		{table: "access_tokens", key: "signature"},
+		{table: "refresh_tokens", key: "signature"},
+		{table: "pkce_requests", key: "signature"},
+		{table: "oidc_sessions", key: "signature"},
+		{table: "sessions", key: "id_hash"},
+		{table: "auth_requests", key: "id_hash"},
+		{table: "one_time_tokens", key: "id_hash", singleUse: true},
+		{table: "pin_challenges", key: "id", singleUse: true},
+		{table: "client_assertion_jtis", key: "jti"},
 	}
 }
 
@@ -26,8 +36,9 @@ const defaultJanitorBatch = 1000
 
 // DeleteExpired deletes every row whose expires_at is before now from the expiring tables
 // (authorization codes, access and refresh tokens, PKCE and OpenID Connect rows, login
-// sessions, pending authorization requests, client-assertion JWT ids) and returns how many
-// it deleted. It deletes at most batch rows per statement (1000 for batch ≤ 0), each
+// sessions, pending authorization requests, one-time mail tokens, PIN challenges,
+// client-assertion JWT ids), and every used one-time token and PIN challenge, and returns
+// how many it deleted. It deletes at most batch rows per statement (1000 for batch ≤ 0), each
 // statement on its own, so no lock is held for long. Rows without expiry are kept. On error
 // it returns the count deleted so far with the error.
 func (s *Store) DeleteExpired(ctx context.Context, now time.Time, batch int) (int64, error) {
@@ -37,8 +48,12 @@ func (s *Store) DeleteExpired(ctx context.Context, now time.Time, batch int) (in
 	cutoff := utc(now)
 	var total int64
 	for _, t := range expiringTables() {
+		dead := "expires_at < ?"
+		if t.singleUse {
+			dead = "(expires_at < ? OR used_at IS NOT NULL)"
+		}
 		stmt := fmt.Sprintf(`DELETE FROM %[1]s WHERE %[2]s IN
-			(SELECT %[2]s FROM %[1]s WHERE expires_at < ? ORDER BY expires_at LIMIT ?)`, t.table, t.key)
+			(SELECT %[2]s FROM %[1]s WHERE %[3]s ORDER BY expires_at LIMIT ?)`, t.table, t.key, dead)
 		for {
 			if err := ctx.Err(); err != nil {
 				return total, err

@@ -203,3 +203,34 @@ func timePtrUTC(t *time.Time) *time.Time {
 	u := t.UTC()
 	return &u
 }
+
+type oneTimeTokenModel struct {
+	IDHash      string `gorm:"primaryKey"`
+	Purpose     string
+	UserID      string
+	Email       string
+	RedirectURI string `gorm:"column:redirect_uri"`
+	Resume      string
+	Payload     string
+	CreatedAt   time.Time `gorm:"autoCreateTime:false"`
+	ExpiresAt   time.Time
+	UsedAt      *time.Time
+}
+
+func (oneTimeTokenModel) TableName() string { return "one_time_tokens" }
+
+type pinChallengeModel struct {
+	ID          string `gorm:"primaryKey"`
+	UserID      string
+	PINHash     string `gorm:"column:pin_hash"`
+	Kind        string
+	Method      string
+	RedirectURI string `gorm:"column:redirect_uri"`
+	Resume      string
+	Attempts    int
+	CreatedAt   time.Time `gorm:"autoCreateTime:false"`
+	ExpiresAt   time.Time
+	UsedAt      *time.Time
+}
+
+func (pinChallengeModel) TableName() string { return "pin_challenges" }

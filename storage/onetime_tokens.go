@@ -1,0 +1,97 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gatehouse-id/gatehouse/publicauth"
+	"gorm.io/gorm"
+)
+
+func (m *oneTimeTokenModel) toToken() *publicauth.OneTimeToken {
+	return &publicauth.OneTimeToken{
+		IDHash:      m.IDHash,
+		Purpose:     m.Purpose,
+		UserID:      m.UserID,
+		Email:       m.Email,
+		RedirectURI: m.RedirectURI,
+		Resume:      m.Resume,
+		Payload:     m.Payload,
+		CreatedAt:   timeUTC(m.CreatedAt),
+		ExpiresAt:   timeUTC(m.ExpiresAt),
+		UsedAt:      timePtrUTC(m.UsedAt),
+	}
+}
+
+// CreateOneTimeToken inserts t, setting a zero t.CreatedAt to now. With supersede true it
+// first marks every unused token of t's user and purpose used, in the same transaction. It
+// returns publicauth.ErrUserNotFound when t.UserID is no user and ErrConflict when a token
+// with t.IDHash exists. It implements publicauth.TokenStore.
+func (s *Store) CreateOneTimeToken(ctx context.Context, t *publicauth.OneTimeToken, supersede bool) error {
+	if t.CreatedAt.IsZero() {
+		t.CreatedAt = s.nowUTC()
+	}
+	m := oneTimeTokenModel{
+		IDHash:      t.IDHash,
+		Purpose:     t.Purpose,
+		UserID:      t.UserID,
+		Email:       t.Email,
+		RedirectURI: t.RedirectURI,
+		Resume:      t.Resume,
+		Payload:     t.Payload,
+		CreatedAt:   utc(t.CreatedAt),
+		ExpiresAt:   utc(t.ExpiresAt),
+		UsedAt:      utcPtr(t.UsedAt),
+	}
+	err := s.inTx(ctx, func(tx *gorm.DB) error {
+		if supersede {
+			err := tx.Model(&oneTimeTokenModel{}).
+				Where("user_id = ? AND purpose = ? AND used_at IS NULL", t.UserID, t.Purpose).
+				Update("used_at", utc(t.CreatedAt)).Error
+			if err != nil {
+				return err
+			}
+		}
+		return tx.Create(&m).Error
+	})
+	switch {
+	case err == nil:
+		return nil
+	case isForeignKey(err):
+		return publicauth.ErrUserNotFound
+	case isDuplicate(err):
+		return ErrConflict
+	}
+	return fmt.Errorf("storage: create one-time token: %w", err)
+}
+
+// ConsumeOneTimeToken marks the token with that hash and purpose used at now and returns it.
+// The update is conditional on the token being unused, of that purpose and unexpired at
+// now, so of concurrent consumers exactly one succeeds; the others, and every unknown,
+// used, expired or other-purpose token, get publicauth.ErrInvalidToken.
+func (s *Store) ConsumeOneTimeToken(ctx context.Context, idHash, purpose string, now time.Time) (*publicauth.OneTimeToken, error) {
+	now = utc(now)
+	var m oneTimeTokenModel
+	err := s.inTx(ctx, func(tx *gorm.DB) error {
+		res := tx.Model(&oneTimeTokenModel{}).
+			Where("id_hash = ? AND purpose = ? AND used_at IS NULL AND expires_at > ?", idHash, purpose, now).
+			Update("used_at", now)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return publicauth.ErrInvalidToken
+		}
+		// The row is ours now: the update above set used_at, so no one else can change it.
+		return tx.Take(&m, "id_hash = ?", idHash).Error
+	})
+	switch {
+	case err == nil:
+		return m.toToken(), nil
+	case errors.Is(err, publicauth.ErrInvalidToken):
+		return nil, err
+	}
+	return nil, fmt.Errorf("storage: consume one-time token: %w", err)
+}
