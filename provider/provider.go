@@ -16,6 +16,7 @@ import (
 	"github.com/ory/fosite"
 
 	"github.com/gatehouse-id/gatehouse/publicauth"
+	"github.com/gatehouse-id/gatehouse/ratelimit"
 	"github.com/gatehouse-id/gatehouse/storage"
 )
 
@@ -109,7 +110,8 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 		AdminSessionLifespan: cfg.AdminSessionLifespan,
 		InsecureCookies:      !secureCookies(cfg.Issuer),
 		Secret:               deriveKey(cfg.Secret, "publicauth"),
-	}, p.store, p.store, publicauth.WithClock(o.now), publicauth.WithRandom(o.random), publicauth.WithLogger(o.logger))
+	}, p.store, publicauth.WithClock(o.now), publicauth.WithRandom(o.random), publicauth.WithLogger(o.logger),
+		publicauth.WithLimiter(ratelimit.NewMemory()))
 	if err != nil {
 		return fail(err)
 	}

@@ -16,6 +16,8 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/gatehouse-id/gatehouse/publicauth"
+	"github.com/gatehouse-id/gatehouse/publicauth/smtptest"
+	"github.com/gatehouse-id/gatehouse/ratelimit"
 	"github.com/gatehouse-id/gatehouse/storage"
 	"github.com/gatehouse-id/gatehouse/storage/storagetest"
 )
@@ -44,13 +46,32 @@ func (c *clock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-// env is a Service over a real store, served by an httptest server through Routes.
+// env is a Service over a real store, mailing through a real SMTP server started for the
+// test, counting attempts in memory on the test clock, served by an httptest server through
+// Routes. A client "app" with redirect URI appRedirectURI is registered.
 type env struct {
 	store *storage.Store
 	svc   *publicauth.Service
 	clock *clock
 	srv   *httptest.Server
+	smtp  *smtptest.Server
 }
+
+// appRedirectURI is the registered redirect URI of the env's client.
+const appRedirectURI = "https://app.example/callback"
+
+// newTestMailer returns an SMTP mailer delivering to srv.
+func newTestMailer(t *testing.T, smtpURL string) publicauth.Mailer {
+	t.Helper()
+	m, err := publicauth.NewSMTPMailer(smtpURL, "Gatehouse <noreply@gatehouse.test>")
+	if err != nil {
+		t.Fatalf("NewSMTPMailer: %v", err)
+	}
+	return m
+}
+
+// discardLogger logs nowhere.
+func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // forEachBackend runs test once per storage backend, each run on a fresh store.
 func forEachBackend(t *testing.T, test func(t *testing.T, b storagetest.Backend)) {
@@ -60,24 +81,43 @@ func forEachBackend(t *testing.T, test func(t *testing.T, b storagetest.Backend)
 	}
 }
 
-// newEnv builds an env over a fresh store of backend b with cfg (its Secret defaulted).
-func newEnv(t *testing.T, b storagetest.Backend, cfg publicauth.Config) *env {
+// newEnv builds an env over a fresh store of backend b with cfg (its Secret defaulted);
+// opts are passed to publicauth.New after the env's own, so they win.
+func newEnv(t *testing.T, b storagetest.Backend, cfg publicauth.Config, opts ...publicauth.Option) *env {
+	t.Helper()
+	return newEnvOn(t, b.Open(t), cfg, opts...)
+}
+
+// newEnvOn builds an env over store.
+func newEnvOn(t *testing.T, store *storage.Store, cfg publicauth.Config, opts ...publicauth.Option) *env {
 	t.Helper()
 	if cfg.Secret == nil {
 		cfg.Secret = testSecret
 	}
-	store := b.Open(t)
+	if _, err := store.ClientByID(context.Background(), "app"); err != nil {
+		if err := store.CreateClient(context.Background(), &storage.Client{ID: "app", RedirectURIs: []string{appRedirectURI}}); err != nil {
+			t.Fatalf("CreateClient: %v", err)
+		}
+	}
 	clk := &clock{now: t0}
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc, err := publicauth.New(cfg, store, store, publicauth.WithClock(clk.Now), publicauth.WithLogger(logger))
+	mail := smtptest.Start(t)
+	opts = append([]publicauth.Option{
+		publicauth.WithClock(clk.Now),
+		publicauth.WithLogger(discardLogger()),
+		publicauth.WithMailer(newTestMailer(t, mail.URL())),
+		publicauth.WithLimiter(ratelimit.NewMemory(ratelimit.WithClock(clk.Now))),
+	}, opts...)
+	svc, err := publicauth.New(cfg, store, opts...)
 	if err != nil {
 		t.Fatalf("publicauth.New: %v", err)
 	}
+	// Background mail must be out before the SMTP server and the store close.
+	t.Cleanup(svc.Wait)
 	r := mux.NewRouter()
 	svc.Routes(r)
 	srv := httptest.NewServer(r)
 	t.Cleanup(srv.Close)
-	return &env{store: store, svc: svc, clock: clk, srv: srv}
+	return &env{store: store, svc: svc, clock: clk, srv: srv, smtp: mail}
 }
 
 // response is a completed HTTP exchange.

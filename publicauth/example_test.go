@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"log"
+	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/gatehouse-id/gatehouse/publicauth"
+	"github.com/gatehouse-id/gatehouse/ratelimit"
 	"github.com/gatehouse-id/gatehouse/storage"
 )
 
@@ -40,7 +42,9 @@ func ExampleService_Routes() {
 	if _, err := rand.Read(secret); err != nil {
 		log.Fatal(err)
 	}
-	svc, err := publicauth.New(publicauth.Config{Secret: secret}, store, store)
+	svc, err := publicauth.New(publicauth.Config{Secret: secret}, store,
+		publicauth.WithLimiter(ratelimit.NewMemory()),
+		publicauth.WithMailer(publicauth.NewLogMailer(slog.New(slog.DiscardHandler))))
 	if err != nil {
 		log.Fatal(err)
 	}

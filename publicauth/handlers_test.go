@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/gatehouse-id/gatehouse/publicauth"
+	"github.com/gatehouse-id/gatehouse/ratelimit"
 	"github.com/gatehouse-id/gatehouse/storage/storagetest"
 )
 
@@ -348,7 +349,8 @@ func TestSession(t *testing.T) {
 				return &http.Cookie{Name: valid.Name, Value: string(v)}
 			}},
 			{"401 with a cookie of another secret", func(t *testing.T, e *env, valid *http.Cookie) *http.Cookie {
-				other, err := publicauth.New(publicauth.Config{Secret: []byte("another secret of at least 32 bytes!")}, e.store, e.store)
+				other, err := publicauth.New(publicauth.Config{Secret: []byte("another secret of at least 32 bytes!")}, e.store,
+					publicauth.WithLimiter(ratelimit.NewMemory()), publicauth.WithLogger(discardLogger()))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -7,6 +7,8 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
+	"time"
 )
 
 // maxBodyBytes caps a JSON request body.
@@ -34,6 +36,7 @@ type errorBody struct {
 func Describe(err error) (int, string) {
 	var reqErr *requestError
 	var inputErr *InputError
+	var rateErr *RateLimitError
 	switch {
 	case errors.As(err, &reqErr):
 		return reqErr.status, reqErr.message
@@ -51,6 +54,16 @@ func Describe(err error) (int, string) {
 		return http.StatusNotFound, "user not found"
 	case errors.Is(err, ErrEmailTaken):
 		return http.StatusConflict, "email already registered"
+	case errors.Is(err, ErrInvalidToken):
+		return http.StatusBadRequest, "the link is invalid or has expired"
+	case errors.Is(err, ErrPINMismatch):
+		return http.StatusUnauthorized, "wrong PIN"
+	case errors.Is(err, ErrChallengeInvalid):
+		return http.StatusUnauthorized, "the PIN has expired or was entered wrong too often; log in again"
+	case errors.As(err, &rateErr):
+		return http.StatusTooManyRequests, "too many attempts, try again later"
+	case errors.Is(err, ErrMailUnavailable):
+		return http.StatusServiceUnavailable, "could not send the PIN, try again"
 	case unavailable(err):
 		return http.StatusServiceUnavailable, "service temporarily unavailable, try again shortly"
 	}
@@ -58,11 +71,14 @@ func Describe(err error) (int, string) {
 }
 
 // writeError answers r with err mapped through Describe in the shape
-// {"error": "<HTTP status text>", "message": "<text>"}. A 500 logs the real error with the
-// request's method and path.
+// {"error": "<HTTP status text>", "message": "<text>"}. A 429 carries Retry-After (see
+// RetryAfterSeconds), a 503 Retry-After 5. A 500 logs the real error with the request's
+// method and path.
 func (s *Service) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status, message := Describe(err)
-	if status == http.StatusServiceUnavailable {
+	if seconds, ok := RetryAfterSeconds(err); ok {
+		w.Header().Set("Retry-After", strconv.Itoa(seconds))
+	} else if status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "5")
 	}
 	if status >= http.StatusInternalServerError {
@@ -70,6 +86,16 @@ func (s *Service) writeError(w http.ResponseWriter, r *http.Request, err error) 
 			"method", r.Method, "path", r.URL.Path, "err", err)
 	}
 	writeJSON(w, status, errorBody{Error: http.StatusText(status), Message: message})
+}
+
+// RetryAfterSeconds returns the Retry-After value of a *RateLimitError in err: its RetryAfter
+// in whole seconds, rounded up, at least 1. The hosted pages set the same header.
+func RetryAfterSeconds(err error) (int, bool) {
+	var rateErr *RateLimitError
+	if !errors.As(err, &rateErr) {
+		return 0, false
+	}
+	return max(1, int((rateErr.RetryAfter+time.Second-1)/time.Second)), true
 }
 
 // writeJSON answers with status and v as JSON, never cached.

@@ -2,6 +2,10 @@ package publicauth
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"strings"
 	"time"
 )
 
@@ -26,4 +30,107 @@ type Limiter interface {
 type Rate struct {
 	Limit  int
 	Window time.Duration
+}
+
+// Endpoint names of the per-IP limits of the JSON API. The provider's hosted pages pass
+// their own names to CheckRate.
+const (
+	EndpointRegister             = "register"
+	EndpointLogin                = "login"
+	EndpointVerifyPIN            = "verify-pin"
+	EndpointRequestMagicLink     = "request-magic-link"
+	EndpointResendVerification   = "resend-verification"
+	EndpointRequestPasswordReset = "request-password-reset"
+	EndpointResetPassword        = "reset-password"
+	EndpointAdminLogin           = "admin-login"
+)
+
+// Mail kinds counted by the per-account mail limit (Config.Limits.PerAccount), one counter
+// per kind.
+const (
+	mailLimitMagicLink    = "magic-link"
+	mailLimitReset        = "password-reset"
+	mailLimitVerification = "verification"
+	mailLimitPIN          = "pin"
+)
+
+// CheckRate counts one request of r's client to endpoint against the per-IP limit
+// (Config.Limits.PerIP) under the key "ip:<endpoint>:<LimitKeyForIP(client IP)>", the client
+// IP taken from the connection or, behind a trusted proxy, its forwarding header. Over the
+// limit it returns a *RateLimitError (429). A failing Limiter lets the request through
+// (fail open) and logs at ERROR: an outage of Redis must not lock everyone out.
+func (s *Service) CheckRate(r *http.Request, endpoint string) error {
+	if s.limits.PerIP.Limit < 0 {
+		return nil
+	}
+	key := "ip:" + endpoint + ":" + LimitKeyForIP(ClientIP(r, s.trustedProxies))
+	return s.hit(r.Context(), key, s.limits.PerIP)
+}
+
+// hit records an attempt under key against rate and returns a *RateLimitError when it is
+// over; a Limiter failure is logged and lets the attempt through.
+func (s *Service) hit(ctx context.Context, key string, rate Rate) error {
+	ok, retryAfter, err := s.limiter.Hit(ctx, key, rate.Limit, rate.Window)
+	if err != nil {
+		s.logger.ErrorContext(ctx, "publicauth: rate limiter failed, allowing the attempt", "key", key, "err", err)
+		return nil
+	}
+	if !ok {
+		return &RateLimitError{RetryAfter: max(retryAfter, time.Second)}
+	}
+	return nil
+}
+
+// lockoutKey is the limiter key of the failed logins of an email: the hex SHA-256 of the
+// trimmed, lower-cased address, so the limiter (Redis) holds no addresses and the key is
+// the same whether or not an account has that email.
+func lockoutKey(email string) string {
+	sum := sha256.Sum256([]byte(strings.ToLower(strings.TrimSpace(email))))
+	return "login:" + hex.EncodeToString(sum[:])
+}
+
+// checkLockout returns a *RateLimitError while email is locked after too many failed logins.
+func (s *Service) checkLockout(ctx context.Context, email string) error {
+	if s.limits.Lockout.Limit < 0 {
+		return nil
+	}
+	key := lockoutKey(email)
+	locked, retryAfter, err := s.limiter.Exceeded(ctx, key, s.limits.Lockout.Limit, s.limits.Lockout.Window)
+	if err != nil {
+		s.logger.ErrorContext(ctx, "publicauth: rate limiter failed, allowing the login", "err", err)
+		return nil
+	}
+	if locked {
+		return &RateLimitError{RetryAfter: max(retryAfter, time.Second)}
+	}
+	return nil
+}
+
+// recordFailedLogin counts a failed login of email towards its lockout.
+func (s *Service) recordFailedLogin(ctx context.Context, email string) {
+	if s.limits.Lockout.Limit < 0 {
+		return
+	}
+	if _, _, err := s.limiter.Hit(ctx, lockoutKey(email), s.limits.Lockout.Limit, s.limits.Lockout.Window); err != nil {
+		s.logger.ErrorContext(ctx, "publicauth: rate limiter failed to count a failed login", "err", err)
+	}
+}
+
+// clearFailedLogins forgets the failed logins of email (after a successful login or reset).
+func (s *Service) clearFailedLogins(ctx context.Context, email string) {
+	if s.limits.Lockout.Limit < 0 {
+		return
+	}
+	if err := s.limiter.Reset(ctx, lockoutKey(email)); err != nil {
+		s.logger.ErrorContext(ctx, "publicauth: rate limiter failed to clear failed logins", "err", err)
+	}
+}
+
+// allowMail counts one mail of kind to the user against the per-account limit and returns
+// a *RateLimitError when it is over.
+func (s *Service) allowMail(ctx context.Context, kind, userID string) error {
+	if s.limits.PerAccount.Limit < 0 {
+		return nil
+	}
+	return s.hit(ctx, "mail:"+kind+":"+userID, s.limits.PerAccount)
 }

@@ -6,17 +6,46 @@ import (
 	"github.com/gorilla/mux"
 )
 
-// Routes registers the public authentication endpoints of the SSO interface (§4, items 8,
-// 9 and 13, and DESIGN §4's logout) on r:
+// Routes registers the JSON endpoints of public authentication (SSO interface §4 and
+// DESIGN §4) on r:
 //
 //	POST /api/public/register
 //	POST /api/public/login
+//	POST /api/public/verify-pin
+//	POST /api/public/request-magic-link
+//	POST /api/public/resend-verification
+//	POST /api/public/request-password-reset
+//	POST /api/public/reset-password
 //	GET  /api/public/session
 //	POST /api/public/logout
+//	POST /api/admin/login
+//	POST /api/admin/logout
+//	GET  /api/sso/validate
+//
+// The links mail opens (GET /api/public/verify-email, GET /api/public/magic-login) are browser
+// pages: the provider serves them with VerifyEmail, ConsumeMagicLink and StartPINChallenge.
+// Every POST but the logouts first counts against the per-IP limit (CheckRate). The session
+// checks and logouts are not rate limited: they guess no secret, and relying parties call
+// them on every request from one address.
 func (s *Service) Routes(r *mux.Router) {
 	h := &handlers{s: s}
-	r.HandleFunc("/api/public/register", h.register).Methods(http.MethodPost)
-	r.HandleFunc("/api/public/login", h.login).Methods(http.MethodPost)
-	r.HandleFunc("/api/public/session", h.session).Methods(http.MethodGet)
-	r.HandleFunc("/api/public/logout", h.logout).Methods(http.MethodPost)
+	for _, route := range []struct {
+		method, path string
+		handle       http.HandlerFunc
+	}{
+		{http.MethodPost, "/api/public/register", h.register},
+		{http.MethodPost, "/api/public/login", h.login},
+		{http.MethodPost, "/api/public/verify-pin", h.verifyPIN},
+		{http.MethodPost, "/api/public/request-magic-link", h.requestMagicLink},
+		{http.MethodPost, "/api/public/resend-verification", h.resendVerification},
+		{http.MethodPost, "/api/public/request-password-reset", h.requestPasswordReset},
+		{http.MethodPost, "/api/public/reset-password", h.resetPassword},
+		{http.MethodGet, "/api/public/session", h.session},
+		{http.MethodPost, "/api/public/logout", h.logout},
+		{http.MethodPost, "/api/admin/login", h.adminLogin},
+		{http.MethodPost, "/api/admin/logout", h.adminLogout},
+		{http.MethodGet, "/api/sso/validate", h.ssoValidate},
+	} {
+		r.HandleFunc(route.path, route.handle).Methods(route.method)
+	}
 }

@@ -1,11 +1,18 @@
 package publicauth
 
 import (
+	"context"
+	"crypto/hkdf"
 	"crypto/rand"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
+	"net/url"
+	"strings"
+	"sync"
 	"time"
 )
 
@@ -20,10 +27,60 @@ type Config struct {
 	// them over plain http: for local development only. The provider sets it when the issuer
 	// is plain http on a loopback host. Default false: cookies are Secure.
 	InsecureCookies bool
-	// Secret is the system secret, at least 32 bytes. The session cookies' HMAC keys are
-	// derived from it with HKDF-SHA-256 (RFC 5869), one key per cookie name; it is never used
-	// as a key itself. Required.
+	// Secret is the system secret, at least 32 bytes. The session cookies' HMAC keys and the
+	// PIN hashing key are derived from it with HKDF-SHA-256 (RFC 5869), one key per use; it
+	// is never used as a key itself. Required.
 	Secret []byte
+
+	// BaseURL is the absolute http(s) URL the links in mail point to:
+	// BaseURL+"/api/public/verify-email?token=…", BaseURL+"/api/public/magic-login?token=…"
+	// and the hosted reset form BaseURL+"/reset-password?token=…". A trailing slash is
+	// dropped. Default "http://localhost:8080".
+	BaseURL string
+	// ServiceName names the deployment in mail subjects and greetings: default "Gatehouse".
+	ServiceName string
+	// MailTemplateDir is a directory whose templates override the built-in mail templates;
+	// default "" (built-in templates only).
+	MailTemplateDir string
+	// RequirePIN turns the PIN gate on for every user (the deployment switch); default false:
+	// only users whose User.RequirePIN is set are asked for a PIN.
+	RequirePIN bool
+	// MagicLinkLifespan is how long a magic link works: default 15 minutes.
+	MagicLinkLifespan time.Duration
+	// PINLifespan is how long a mailed PIN works: default 10 minutes.
+	PINLifespan time.Duration
+	// VerificationLifespan is how long an email verification link works: default 24 hours.
+	VerificationLifespan time.Duration
+	// PasswordResetLifespan is how long a password reset link works: default 1 hour.
+	PasswordResetLifespan time.Duration
+	// MagicLinkAllowedOrigins lists origins (scheme://host[:port], no path) whose URLs a
+	// magic link may redirect to besides the registered redirect URIs of the clients.
+	// Default none.
+	MagicLinkAllowedOrigins []string
+	// TrustedProxies lists the networks of reverse proxies whose forwarding header names
+	// the client's address for the per-IP limits. Default none: the connection's address.
+	TrustedProxies []netip.Prefix
+	// Limits are the rate limits and the login lockout; see RateLimits for defaults.
+	Limits RateLimits
+}
+
+// RateLimits configures the attempt limits. A zero Rate takes the default stated on its
+// field; a Rate with a negative Limit turns that limit off.
+type RateLimits struct {
+	// PerIP limits the requests of one client IP to one endpoint (login, register, magic
+	// link, PIN, password reset, verification): default 100 per minute.
+	PerIP Rate
+	// PerAccount limits the mails sent to one account by one endpoint (magic link, password
+	// reset, verification, PIN): default 5 per 15 minutes. Over it, endpoints that answer
+	// the same whatever the account send nothing and still succeed; a PIN login answers 429.
+	PerAccount Rate
+	// Lockout limits failed logins per account (keyed on the lower-cased email, whether or
+	// not an account has it): default 10 per 15 minutes. The next login, even with the right
+	// password, answers 429 until the window ends.
+	Lockout Rate
+	// PINAttempts is how many PINs may be tried per challenge: default 5. The last wrong one
+	// ends the challenge.
+	PINAttempts int
 }
 
 // Defaults of Config.
@@ -32,15 +89,35 @@ const (
 	DefaultAdminSessionLifespan = 8 * time.Hour
 	// MinSecretLen is the least length of Config.Secret in bytes.
 	MinSecretLen = 32
+
+	DefaultBaseURL               = "http://localhost:8080"
+	DefaultServiceName           = "Gatehouse"
+	DefaultMagicLinkLifespan     = 15 * time.Minute
+	DefaultPINLifespan           = 10 * time.Minute
+	DefaultVerificationLifespan  = 24 * time.Hour
+	DefaultPasswordResetLifespan = time.Hour
+	DefaultPINAttempts           = 5
+)
+
+// Default rates of RateLimits.
+const (
+	DefaultPerIPLimit       = 100
+	DefaultPerIPWindow      = time.Minute
+	DefaultPerAccountLimit  = 5
+	DefaultPerAccountWindow = 15 * time.Minute
+	DefaultLockoutLimit     = 10
+	DefaultLockoutWindow    = 15 * time.Minute
 )
 
 // Option supplies a collaborator of a Service.
 type Option func(*options)
 
 type options struct {
-	clock  func() time.Time
-	random io.Reader
-	logger *slog.Logger
+	clock   func() time.Time
+	random  io.Reader
+	logger  *slog.Logger
+	mailer  Mailer
+	limiter Limiter
 }
 
 // WithClock makes the service read the time from clock (expiry, timestamps). A nil clock, or
@@ -49,9 +126,10 @@ func WithClock(clock func() time.Time) Option {
 	return func(o *options) { o.clock = clock }
 }
 
-// WithRandom makes the service read randomness (session tokens, password salts, user ids)
-// from random, which must be safe for concurrent use and cryptographically secure outside
-// tests. A nil reader, or no WithRandom, means crypto/rand.Reader.
+// WithRandom makes the service read randomness (session tokens, password salts, user ids,
+// link tokens, PINs) from random, which must be safe for concurrent use and
+// cryptographically secure outside tests. A nil reader, or no WithRandom, means
+// crypto/rand.Reader.
 func WithRandom(random io.Reader) Option {
 	return func(o *options) { o.random = random }
 }
@@ -62,52 +140,67 @@ func WithLogger(logger *slog.Logger) Option {
 	return func(o *options) { o.logger = logger }
 }
 
+// WithMailer makes the service send its mail (verification, magic link, PIN, password
+// reset) through mailer. A nil mailer, or no WithMailer, means NewLogMailer(logger): the
+// messages are only logged.
+func WithMailer(mailer Mailer) Option {
+	return func(o *options) { o.mailer = mailer }
+}
+
+// WithLimiter makes the service count attempts for the rate limits and the login lockout
+// with limiter (package ratelimit has one in memory and one in Redis). Required: New fails
+// without it.
+func WithLimiter(limiter Limiter) Option {
+	return func(o *options) { o.limiter = limiter }
+}
+
 // Service authenticates public users and keeps their sessions. It is safe for concurrent use.
 type Service struct {
-	users    UserStore
-	sessions SessionStore
+	store   Store
+	mailer  Mailer
+	limiter Limiter
+	mail    *mailTemplates
 
 	lifespan       map[string]time.Duration // by session kind
 	cookies        map[string]cookieCodec   // by session kind
 	secureCookies  bool
+	pinKey         []byte
+	baseURL        string
+	serviceName    string
+	requirePIN     bool
+	linkLifespan   map[string]time.Duration // by token purpose
+	pinLifespan    time.Duration
+	allowedOrigins map[string]bool
+	trustedProxies []netip.Prefix
+	limits         RateLimits
+
 	clock          func() time.Time
 	random         io.Reader
 	logger         *slog.Logger
 	passwordParams argon2Params
+	// mailing tracks the mails sent in the background; Wait waits for them.
+	mailing sync.WaitGroup
 }
 
-// New returns a Service over the given stores. It fails when cfg.Secret is shorter than
-// MinSecretLen, when a lifespan is negative, or when a store is nil.
-func New(cfg Config, users UserStore, sessions SessionStore, opts ...Option) (*Service, error) {
-	var errs []error
-	if len(cfg.Secret) < MinSecretLen {
-		errs = append(errs, fmt.Errorf("Secret must be at least %d bytes, got %d", MinSecretLen, len(cfg.Secret)))
-	}
-	if cfg.SessionLifespan < 0 {
-		errs = append(errs, fmt.Errorf("SessionLifespan must not be negative, got %s", cfg.SessionLifespan))
-	}
-	if cfg.AdminSessionLifespan < 0 {
-		errs = append(errs, fmt.Errorf("AdminSessionLifespan must not be negative, got %s", cfg.AdminSessionLifespan))
-	}
-	if users == nil {
-		errs = append(errs, errors.New("UserStore is nil"))
-	}
-	if sessions == nil {
-		errs = append(errs, errors.New("SessionStore is nil"))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("publicauth: invalid configuration: %w", err)
-	}
-	if cfg.SessionLifespan == 0 {
-		cfg.SessionLifespan = DefaultSessionLifespan
-	}
-	if cfg.AdminSessionLifespan == 0 {
-		cfg.AdminSessionLifespan = DefaultAdminSessionLifespan
-	}
-
+// New returns a Service over store. It fails when cfg is invalid (a Secret shorter than
+// MinSecretLen, a negative lifespan or PINAttempts, a BaseURL that is not an absolute http(s)
+// URL, an allowed origin that is not scheme://host[:port], a Rate with a positive Limit and
+// no positive Window), when store is nil, when no WithLimiter is given, or when the mail
+// templates do not load.
+func New(cfg Config, store Store, opts ...Option) (*Service, error) {
 	var o options
 	for _, opt := range opts {
 		opt(&o)
+	}
+	cfg, origins, errs := cfg.withDefaults()
+	if store == nil {
+		errs = append(errs, errors.New("Store is nil"))
+	}
+	if o.limiter == nil {
+		errs = append(errs, errors.New("no Limiter: pass WithLimiter"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("publicauth: invalid configuration: %w", err)
 	}
 	if o.clock == nil {
 		o.clock = time.Now
@@ -118,16 +211,42 @@ func New(cfg Config, users UserStore, sessions SessionStore, opts ...Option) (*S
 	if o.logger == nil {
 		o.logger = slog.Default()
 	}
+	if o.mailer == nil {
+		o.mailer = NewLogMailer(o.logger)
+	}
+	templates, err := newMailTemplates(cfg.MailTemplateDir)
+	if err != nil {
+		return nil, fmt.Errorf("publicauth: mail templates: %w", err)
+	}
+	pinKey, err := hkdf.Key(sha256.New, cfg.Secret, nil, pinKeyInfo, 32)
+	if err != nil {
+		return nil, fmt.Errorf("publicauth: derive PIN key: %w", err)
+	}
 
 	s := &Service{
-		users:    users,
-		sessions: sessions,
+		store:   store,
+		mailer:  o.mailer,
+		limiter: o.limiter,
+		mail:    templates,
 		lifespan: map[string]time.Duration{
 			SessionPublic: cfg.SessionLifespan,
 			SessionAdmin:  cfg.AdminSessionLifespan,
 		},
-		cookies:        map[string]cookieCodec{},
-		secureCookies:  !cfg.InsecureCookies,
+		cookies:       map[string]cookieCodec{},
+		secureCookies: !cfg.InsecureCookies,
+		pinKey:        pinKey,
+		baseURL:       cfg.BaseURL,
+		serviceName:   cfg.ServiceName,
+		requirePIN:    cfg.RequirePIN,
+		linkLifespan: map[string]time.Duration{
+			PurposeVerifyEmail:   cfg.VerificationLifespan,
+			PurposeMagicLink:     cfg.MagicLinkLifespan,
+			PurposePasswordReset: cfg.PasswordResetLifespan,
+		},
+		pinLifespan:    cfg.PINLifespan,
+		allowedOrigins: origins,
+		trustedProxies: cfg.TrustedProxies,
+		limits:         cfg.Limits,
 		clock:          o.clock,
 		random:         o.random,
 		logger:         o.logger,
@@ -143,5 +262,107 @@ func New(cfg Config, users UserStore, sessions SessionStore, opts ...Option) (*S
 	return s, nil
 }
 
+// withDefaults returns c with every zero field set to its default, the allowed origins as
+// a set, and one error per invalid field.
+func (c Config) withDefaults() (Config, map[string]bool, []error) {
+	var errs []error
+	if len(c.Secret) < MinSecretLen {
+		errs = append(errs, fmt.Errorf("Secret must be at least %d bytes, got %d", MinSecretLen, len(c.Secret)))
+	}
+	for _, d := range []struct {
+		name  string
+		value *time.Duration
+		def   time.Duration
+	}{
+		{"SessionLifespan", &c.SessionLifespan, DefaultSessionLifespan},
+		{"AdminSessionLifespan", &c.AdminSessionLifespan, DefaultAdminSessionLifespan},
+		{"MagicLinkLifespan", &c.MagicLinkLifespan, DefaultMagicLinkLifespan},
+		{"PINLifespan", &c.PINLifespan, DefaultPINLifespan},
+		{"VerificationLifespan", &c.VerificationLifespan, DefaultVerificationLifespan},
+		{"PasswordResetLifespan", &c.PasswordResetLifespan, DefaultPasswordResetLifespan},
+	} {
+		switch {
+		case *d.value < 0:
+			errs = append(errs, fmt.Errorf("%s must not be negative, got %s", d.name, *d.value))
+		case *d.value == 0:
+			*d.value = d.def
+		}
+	}
+	if c.BaseURL == "" {
+		c.BaseURL = DefaultBaseURL
+	}
+	if base, err := url.Parse(c.BaseURL); err != nil || (base.Scheme != "http" && base.Scheme != "https") ||
+		base.Host == "" || base.RawQuery != "" || base.Fragment != "" || base.User != nil {
+		errs = append(errs, fmt.Errorf("BaseURL must be an absolute http(s) URL without query, got %q", c.BaseURL))
+	}
+	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
+	if c.ServiceName == "" {
+		c.ServiceName = DefaultServiceName
+	}
+	origins := map[string]bool{}
+	for _, o := range c.MagicLinkAllowedOrigins {
+		origin, ok := originOf(o)
+		if !ok || origin != strings.ToLower(strings.TrimRight(o, "/")) {
+			errs = append(errs, fmt.Errorf("MagicLinkAllowedOrigins: %q is not an origin scheme://host[:port]", o))
+			continue
+		}
+		origins[origin] = true
+	}
+	for _, r := range []struct {
+		name string
+		rate *Rate
+		def  Rate
+	}{
+		{"Limits.PerIP", &c.Limits.PerIP, Rate{Limit: DefaultPerIPLimit, Window: DefaultPerIPWindow}},
+		{"Limits.PerAccount", &c.Limits.PerAccount, Rate{Limit: DefaultPerAccountLimit, Window: DefaultPerAccountWindow}},
+		{"Limits.Lockout", &c.Limits.Lockout, Rate{Limit: DefaultLockoutLimit, Window: DefaultLockoutWindow}},
+	} {
+		switch {
+		case *r.rate == Rate{}:
+			*r.rate = r.def
+		case r.rate.Limit > 0 && r.rate.Window <= 0:
+			errs = append(errs, fmt.Errorf("%s.Window must be positive when its Limit is, got %s", r.name, r.rate.Window))
+		case r.rate.Limit == 0:
+			errs = append(errs, fmt.Errorf("%s.Limit must be positive, or negative to turn it off", r.name))
+		}
+	}
+	switch {
+	case c.Limits.PINAttempts < 0:
+		errs = append(errs, fmt.Errorf("Limits.PINAttempts must not be negative, got %d", c.Limits.PINAttempts))
+	case c.Limits.PINAttempts == 0:
+		c.Limits.PINAttempts = DefaultPINAttempts
+	}
+	return c, origins, errs
+}
+
+// originOf returns the lower-cased origin scheme://host[:port] of an absolute http(s) URL,
+// or false for anything else.
+func originOf(raw string) (string, bool) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.Opaque != "" {
+		return "", false
+	}
+	return strings.ToLower(u.Scheme + "://" + u.Host), true
+}
+
 // now is the service's current time in UTC.
 func (s *Service) now() time.Time { return s.clock().UTC() }
+
+// inTx runs fn in one store transaction: committed when fn returns nil, rolled back
+// otherwise (fn's error is returned unchanged).
+func (s *Service) inTx(ctx context.Context, fn func(ctx context.Context) error) error {
+	tx, err := s.store.BeginTX(ctx)
+	if err != nil {
+		return fmt.Errorf("publicauth: begin transaction: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		if rerr := s.store.Rollback(tx); rerr != nil {
+			s.logger.ErrorContext(ctx, "publicauth: rollback failed", "err", rerr)
+		}
+		return err
+	}
+	if err := s.store.Commit(tx); err != nil {
+		return fmt.Errorf("publicauth: commit: %w", err)
+	}
+	return nil
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-id/gatehouse/publicauth"
+	"github.com/gatehouse-id/gatehouse/ratelimit"
 	"github.com/gatehouse-id/gatehouse/storage/storagetest"
 )
 
@@ -25,16 +26,31 @@ func TestNewRefusesBadConfig(t *testing.T) {
 			{"short secret", publicauth.Config{Secret: []byte("too short")}, "Secret must be at least 32 bytes"},
 			{"negative session lifespan", publicauth.Config{Secret: testSecret, SessionLifespan: -time.Second}, "SessionLifespan must not be negative"},
 			{"negative admin lifespan", publicauth.Config{Secret: testSecret, AdminSessionLifespan: -time.Second}, "AdminSessionLifespan must not be negative"},
+			{"negative magic link lifespan", publicauth.Config{Secret: testSecret, MagicLinkLifespan: -time.Second}, "MagicLinkLifespan must not be negative"},
+			{"negative PIN lifespan", publicauth.Config{Secret: testSecret, PINLifespan: -time.Second}, "PINLifespan must not be negative"},
+			{"relative base URL", publicauth.Config{Secret: testSecret, BaseURL: "/auth"}, "BaseURL must be an absolute http(s) URL"},
+			{"base URL with a query", publicauth.Config{Secret: testSecret, BaseURL: "https://id.example/?x=1"}, "BaseURL must be an absolute http(s) URL"},
+			{"allowed origin with a path", publicauth.Config{Secret: testSecret, MagicLinkAllowedOrigins: []string{"https://app.example/cb"}}, `"https://app.example/cb" is not an origin`},
+			{"allowed origin without scheme", publicauth.Config{Secret: testSecret, MagicLinkAllowedOrigins: []string{"app.example"}}, `"app.example" is not an origin`},
+			{"rate without window", publicauth.Config{Secret: testSecret, Limits: publicauth.RateLimits{PerIP: publicauth.Rate{Limit: 5}}}, "Limits.PerIP.Window must be positive"},
+			{"rate of zero attempts", publicauth.Config{Secret: testSecret, Limits: publicauth.RateLimits{Lockout: publicauth.Rate{Window: time.Minute}}}, "Limits.Lockout.Limit must be positive"},
+			{"negative PIN attempts", publicauth.Config{Secret: testSecret, Limits: publicauth.RateLimits{PINAttempts: -1}}, "Limits.PINAttempts must not be negative"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				_, err := publicauth.New(tc.cfg, store, store)
+				_, err := publicauth.New(tc.cfg, store, publicauth.WithLimiter(ratelimit.NewMemory()))
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Errorf("New error = %v, want one containing %q", err, tc.wantErr)
 				}
 			})
 		}
+		t.Run("no limiter", func(t *testing.T) {
+			_, err := publicauth.New(publicauth.Config{Secret: testSecret}, store)
+			if err == nil || !strings.Contains(err.Error(), "no Limiter") {
+				t.Errorf("New error = %v, want one containing %q", err, "no Limiter")
+			}
+		})
 		t.Run("zero config but the secret works", func(t *testing.T) {
-			if _, err := publicauth.New(publicauth.Config{Secret: testSecret}, store, store); err != nil {
+			if _, err := publicauth.New(publicauth.Config{Secret: testSecret}, store, publicauth.WithLimiter(ratelimit.NewMemory())); err != nil {
 				t.Errorf("New error = %v, want nil", err)
 			}
 		})

@@ -11,8 +11,8 @@ import (
 	"net/http"
 )
 
-// sessionTokenBytes is the entropy of a session token: 256 bits.
-const sessionTokenBytes = 32
+// tokenBytes is the entropy of a session token, link token and PIN challenge id: 256 bits.
+const tokenBytes = 32
 
 // StartSession logs u in: it stores a new session of the given kind (SessionPublic or
 // SessionAdmin) that authenticated by method (MethodPassword, …) and sets its cookie on w
@@ -37,7 +37,7 @@ func (s *Service) StartSession(ctx context.Context, w http.ResponseWriter, u *Us
 	if kind == SessionAdmin && u.Role != RoleAdmin {
 		return nil, ErrNotAdmin
 	}
-	token, err := s.newSessionToken()
+	token, err := s.newToken()
 	if err != nil {
 		return nil, err
 	}
@@ -47,7 +47,7 @@ func (s *Service) StartSession(ctx context.Context, w http.ResponseWriter, u *Us
 	}
 	now := s.now()
 	sess := &Session{
-		IDHash:    hashSessionToken(token),
+		IDHash:    hashToken(token),
 		UserID:    u.ID,
 		Kind:      kind,
 		Method:    method,
@@ -55,7 +55,7 @@ func (s *Service) StartSession(ctx context.Context, w http.ResponseWriter, u *Us
 		CreatedAt: now,
 		ExpiresAt: now.Add(c.lifespan),
 	}
-	if err := s.sessions.CreateSession(ctx, sess); err != nil {
+	if err := s.store.CreateSession(ctx, sess); err != nil {
 		return nil, fmt.Errorf("publicauth: create session: %w", err)
 	}
 	c.set(w, value, s.secureCookies)
@@ -91,7 +91,7 @@ func (s *Service) CurrentSession(r *http.Request, kind string) (*Session, *User,
 	}
 	ctx := r.Context()
 	now := s.now()
-	sess, u, err := s.sessions.SessionByIDHash(ctx, hashSessionToken(token), now)
+	sess, u, err := s.store.SessionByIDHash(ctx, hashToken(token), now)
 	if errors.Is(err, ErrSessionNotFound) {
 		return nil, nil, ErrSessionNotFound
 	}
@@ -127,7 +127,7 @@ func (s *Service) deleteRequestSession(ctx context.Context, r *http.Request, c c
 	if !ok {
 		return nil
 	}
-	if err := s.sessions.DeleteSession(ctx, hashSessionToken(token)); err != nil {
+	if err := s.store.DeleteSession(ctx, hashToken(token)); err != nil {
 		return fmt.Errorf("publicauth: delete session: %w", err)
 	}
 	return nil
@@ -136,23 +136,24 @@ func (s *Service) deleteRequestSession(ctx context.Context, r *http.Request, c c
 // EndAllSessions deletes every session, public and admin, of the user, so every cookie
 // issued to them stops working (after a password change, on disabling the account).
 func (s *Service) EndAllSessions(ctx context.Context, userID string) error {
-	if err := s.sessions.DeleteUserSessions(ctx, userID); err != nil {
+	if err := s.store.DeleteUserSessions(ctx, userID); err != nil {
 		return fmt.Errorf("publicauth: delete sessions of user: %w", err)
 	}
 	return nil
 }
 
-// newSessionToken returns a fresh random session token, base64url without padding.
-func (s *Service) newSessionToken() (string, error) {
-	b := make([]byte, sessionTokenBytes)
+// newToken returns a fresh random 256-bit token, base64url without padding.
+func (s *Service) newToken() (string, error) {
+	b := make([]byte, tokenBytes)
 	if _, err := io.ReadFull(s.random, b); err != nil {
-		return "", fmt.Errorf("publicauth: read session token: %w", err)
+		return "", fmt.Errorf("publicauth: read random token: %w", err)
 	}
 	return base64.RawURLEncoding.EncodeToString(b), nil
 }
 
-// hashSessionToken is the key a session is stored under: the hex SHA-256 of the token text.
-func hashSessionToken(token string) string {
+// hashToken is the key a session or one-time link is stored under: the hex SHA-256 of the
+// token text.
+func hashToken(token string) string {
 	sum := sha256.Sum256([]byte(token))
 	return hex.EncodeToString(sum[:])
 }

@@ -14,9 +14,12 @@ const (
 	StatusDisabled = "disabled"
 )
 
-// Login methods reported in loginMethods.
+// Login methods: how a session's user authenticated. MethodPassword is also reported in
+// loginMethods; a magic link is not a standing login method of an account, so
+// MethodMagicLink only marks sessions.
 const (
-	MethodPassword = "password"
+	MethodPassword  = "password"
+	MethodMagicLink = "magic_link"
 )
 
 // User is a public user account.

@@ -74,3 +74,43 @@ type logoutResponse struct {
 
 // formatTime renders t as the interface's timestamps: RFC 3339 in UTC.
 func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// pinRequiredResponse answers a login whose user must pass the PIN gate: no cookie yet.
+type pinRequiredResponse struct {
+	Success     bool   `json:"success"`
+	PINRequired bool   `json:"pinRequired"`
+	ChallengeID string `json:"challengeId"`
+}
+
+// messageResponse answers the mail-sending endpoints and the password reset: the same body
+// whatever the account.
+type messageResponse struct {
+	Success bool   `json:"success"`
+	Message string `json:"message"`
+}
+
+// adminLoginResponse answers POST /api/admin/login that set the `admin-session` cookie.
+type adminLoginResponse struct {
+	Success bool     `json:"success"`
+	User    userView `json:"user"`
+}
+
+// ssoValidateResponse answers GET /api/sso/validate with a valid session.
+type ssoValidateResponse struct {
+	IsValid     bool     `json:"isValid"`
+	SessionType string   `json:"sessionType"`
+	User        userView `json:"user"`
+}
+
+// ssoInvalidResponse answers GET /api/sso/validate without a valid session.
+type ssoInvalidResponse struct {
+	IsValid bool `json:"isValid"`
+}
+
+// Messages of the endpoints that answer the same whatever the account.
+const (
+	magicLinkSentMessage    = "If a verified account exists for this email, a sign-in link has been sent."
+	verificationSentMessage = "If an unverified account exists for this email, a verification link has been sent."
+	resetSentMessage        = "If an account exists for this email, a password reset link has been sent."
+	passwordResetMessage    = "Your password has been changed. Log in with the new password."
+)

@@ -1,0 +1,354 @@
+package publicauth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// mailTimeout bounds one background send, so a hung mail server cannot pile up goroutines.
+const mailTimeout = time.Minute
+
+// Paths the mailed links open, under Config.BaseURL. The provider serves them.
+const (
+	PathVerifyEmail   = "/api/public/verify-email"
+	PathMagicLogin    = "/api/public/magic-login"
+	PathResetPassword = "/reset-password"
+)
+
+// linkKind is what a token purpose mails: its mail kind, the path its link opens and the
+// counter of the per-account mail limit.
+type linkKind struct{ mail, path, limit string }
+
+// linkKindOf returns the linkKind of a purpose this package issues links for.
+func linkKindOf(purpose string) (linkKind, error) {
+	switch purpose {
+	case PurposeVerifyEmail:
+		return linkKind{MailVerifyEmail, PathVerifyEmail, mailLimitVerification}, nil
+	case PurposeMagicLink:
+		return linkKind{MailMagicLink, PathMagicLogin, mailLimitMagicLink}, nil
+	case PurposePasswordReset:
+		return linkKind{MailPasswordReset, PathResetPassword, mailLimitReset}, nil
+	}
+	return linkKind{}, fmt.Errorf("publicauth: no link mail for purpose %q", purpose)
+}
+
+// SendVerification mails u a new email verification link for u's current address and
+// returns once the mail was handed over. It counts against the per-account mail limit
+// (*RateLimitError over it); a send failure is returned wrapping ErrMailUnavailable.
+func (s *Service) SendVerification(ctx context.Context, u *User) error {
+	m, err := s.prepareLink(ctx, u, PurposeVerifyEmail, Destination{})
+	if err != nil {
+		return err
+	}
+	return s.send(ctx, m)
+}
+
+// ResendVerification mails a new verification link to the account with that email when it
+// exists, is active and is not yet verified. Its answer is the same whatever the account
+// (nil; an *InputError only for a malformed address): the mail goes out in the background,
+// and the per-account mail limit silently drops it.
+func (s *Service) ResendVerification(ctx context.Context, email string) error {
+	u, err := s.accountForMail(ctx, email)
+	if err != nil || u == nil || u.EmailVerified {
+		return err
+	}
+	s.mailLinkLater(ctx, u, PurposeVerifyEmail, Destination{})
+	return nil
+}
+
+// VerifyEmail consumes a verification token and marks the address it was sent to verified.
+// A token that is unknown, used, expired, or sent to an address the account no longer has
+// yields ErrInvalidToken.
+func (s *Service) VerifyEmail(ctx context.Context, token string) (*User, error) {
+	var u *User
+	err := s.inTx(ctx, func(ctx context.Context) error {
+		var err error
+		_, u, err = s.consumeLink(ctx, token, PurposeVerifyEmail)
+		if err != nil {
+			return err
+		}
+		return s.markVerified(ctx, u)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// MagicLinkRequest asks for a sign-in link (POST /api/public/request-magic-link, or the
+// hosted login page inside an authorization request).
+type MagicLinkRequest struct {
+	Email string
+	// RedirectURI is where the browser goes once the link logged it in; required unless
+	// Resume is set. It must be a registered redirect URI of some client or lie within
+	// Config.MagicLinkAllowedOrigins.
+	RedirectURI string
+	// Resume is the internal path that continues a paused authorization request; set only
+	// by the provider.
+	Resume string
+}
+
+// RequestMagicLink mails a single-use sign-in link (Config.MagicLinkLifespan) to the account
+// with that email, superseding its older unused links. The destination is checked first,
+// before any account lookup: an empty, foreign or malformed redirect URI, or a Resume that is
+// not an internal path, yields an *InputError. After that the answer is nil whatever the
+// account: unknown, unverified and inactive accounts get no mail, the per-account mail limit
+// silently drops it, and a send failure is only logged (the mail goes out in the background).
+func (s *Service) RequestMagicLink(ctx context.Context, req MagicLinkRequest) error {
+	if err := s.checkDestination(ctx, Destination{RedirectURI: req.RedirectURI, Resume: req.Resume}); err != nil {
+		return err
+	}
+	u, err := s.accountForMail(ctx, req.Email)
+	if err != nil || u == nil || !u.EmailVerified {
+		return err
+	}
+	s.mailLinkLater(ctx, u, PurposeMagicLink, Destination{RedirectURI: req.RedirectURI, Resume: req.Resume})
+	return nil
+}
+
+// checkDestination checks where a magic link may lead: Resume, when set, must be an internal
+// path; RedirectURI is required without Resume and, when set, must be registered or within
+// an allowed origin.
+func (s *Service) checkDestination(ctx context.Context, d Destination) error {
+	if d.Resume != "" && !isInternalPath(d.Resume) {
+		return &InputError{Field: "resume", Reason: "must be a path on this server"}
+	}
+	if d.RedirectURI == "" {
+		if d.Resume == "" {
+			return &InputError{Field: "redirect_uri", Reason: "is required"}
+		}
+		return nil
+	}
+	if origin, ok := originOf(d.RedirectURI); ok && s.allowedOrigins[origin] {
+		return nil
+	}
+	ok, err := s.store.IsRegisteredRedirectURI(ctx, d.RedirectURI)
+	if err != nil {
+		return fmt.Errorf("publicauth: check redirect URI: %w", err)
+	}
+	if !ok {
+		return &InputError{Field: "redirect_uri", Reason: "is not a registered redirect URI"}
+	}
+	return nil
+}
+
+// ConsumeMagicLink consumes a magic-link token and returns its account and where the login
+// goes. Opening the link proves the address, so it is marked verified. It returns
+// ErrInvalidToken for a token that is unknown, used, expired or sent to an address the
+// account no longer has, and ErrAccountDisabled for an inactive account. It starts no
+// session: the caller asks PINRequired and then starts the session or a PIN challenge.
+func (s *Service) ConsumeMagicLink(ctx context.Context, token string) (*User, Destination, error) {
+	var u *User
+	var dest Destination
+	err := s.inTx(ctx, func(ctx context.Context) error {
+		t, user, err := s.consumeLink(ctx, token, PurposeMagicLink)
+		if err != nil {
+			return err
+		}
+		if user.Status != StatusActive {
+			return ErrAccountDisabled
+		}
+		u, dest = user, Destination{RedirectURI: t.RedirectURI, Resume: t.Resume}
+		return s.markVerified(ctx, u)
+	})
+	if err != nil {
+		return nil, Destination{}, err
+	}
+	return u, dest, nil
+}
+
+// RequestPasswordReset mails a single-use password reset link (Config.PasswordResetLifespan)
+// to the active account with that email, verified or not, superseding its older unused
+// links. Its answer is nil whatever the account (an *InputError only for a malformed
+// address): unknown and inactive accounts and accounts without a password (social-only:
+// adding a password to those comes with account linking) get no mail, the per-account mail
+// limit silently drops it, and a send failure is only logged.
+func (s *Service) RequestPasswordReset(ctx context.Context, email string) error {
+	u, err := s.accountForMail(ctx, email)
+	if err != nil || u == nil || u.PasswordHash == "" {
+		return err
+	}
+	s.mailLinkLater(ctx, u, PurposePasswordReset, Destination{})
+	return nil
+}
+
+// ResetPassword sets a new password with a reset token. The password must pass the password
+// rule (*InputError, checked before the token is spent). In one transaction it consumes the
+// token, sets the password, marks the address verified (the link proved it) and ends every
+// session of the user; it also clears the account's failed logins. A bad token yields
+// ErrInvalidToken; an inactive account ErrAccountDisabled.
+func (s *Service) ResetPassword(ctx context.Context, token, password string) (*User, error) {
+	if err := checkPassword(password); err != nil {
+		return nil, err
+	}
+	if token == "" {
+		return nil, &InputError{Field: "token", Reason: "is required"}
+	}
+	hash, err := hashPassword(password, s.passwordParams, s.random)
+	if err != nil {
+		return nil, fmt.Errorf("publicauth: %w", err)
+	}
+	var u *User
+	err = s.inTx(ctx, func(ctx context.Context) error {
+		var err error
+		_, u, err = s.consumeLink(ctx, token, PurposePasswordReset)
+		if err != nil {
+			return err
+		}
+		if u.Status != StatusActive {
+			return ErrAccountDisabled
+		}
+		u.PasswordHash = hash
+		u.EmailVerified = true
+		if err := s.store.UpdateUser(ctx, u); err != nil {
+			return fmt.Errorf("publicauth: update user: %w", err)
+		}
+		return s.EndAllSessions(ctx, u.ID)
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.clearFailedLogins(ctx, u.Email)
+	return u, nil
+}
+
+// accountForMail looks up the account a mail-sending endpoint serves. It returns an
+// *InputError for a malformed address, nil and no error for an unknown or inactive account,
+// and an error only when the store fails.
+func (s *Service) accountForMail(ctx context.Context, email string) (*User, error) {
+	email, err := normalizeEmail(email)
+	if err != nil {
+		return nil, err
+	}
+	u, err := s.userForLogin(ctx, email)
+	if err != nil || u == nil || u.Status != StatusActive {
+		return nil, err
+	}
+	return u, nil
+}
+
+// consumeLink consumes a link token of the purpose and loads its account, which must still
+// have the address the token was sent to.
+func (s *Service) consumeLink(ctx context.Context, token, purpose string) (*OneTimeToken, *User, error) {
+	if token == "" || len(token) > 2*tokenBytes {
+		return nil, nil, ErrInvalidToken
+	}
+	t, err := s.store.ConsumeOneTimeToken(ctx, hashToken(token), purpose, s.now())
+	if errors.Is(err, ErrInvalidToken) {
+		return nil, nil, ErrInvalidToken
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("publicauth: consume token: %w", err)
+	}
+	u, err := s.store.UserByID(ctx, t.UserID)
+	if errors.Is(err, ErrUserNotFound) {
+		return nil, nil, ErrInvalidToken
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("publicauth: load user: %w", err)
+	}
+	if !strings.EqualFold(t.Email, u.Email) {
+		return nil, nil, ErrInvalidToken
+	}
+	return t, u, nil
+}
+
+// markVerified marks u's address verified unless it already is.
+func (s *Service) markVerified(ctx context.Context, u *User) error {
+	if u.EmailVerified {
+		return nil
+	}
+	u.EmailVerified = true
+	if err := s.store.UpdateUser(ctx, u); err != nil {
+		return fmt.Errorf("publicauth: update user: %w", err)
+	}
+	return nil
+}
+
+// prepareLink counts a mail of the purpose against the per-account limit, stores a new
+// token for u (superseding older unused magic links and reset links) and renders its mail.
+func (s *Service) prepareLink(ctx context.Context, u *User, purpose string, dest Destination) (Message, error) {
+	kind, err := linkKindOf(purpose)
+	if err != nil {
+		return Message{}, err
+	}
+	if err := s.allowMail(ctx, kind.limit, u.ID); err != nil {
+		return Message{}, err
+	}
+	token, err := s.newToken()
+	if err != nil {
+		return Message{}, err
+	}
+	now := s.now()
+	lifespan := s.linkLifespan[purpose]
+	t := &OneTimeToken{
+		IDHash:      hashToken(token),
+		Purpose:     purpose,
+		UserID:      u.ID,
+		Email:       u.Email,
+		RedirectURI: dest.RedirectURI,
+		Resume:      dest.Resume,
+		CreatedAt:   now,
+		ExpiresAt:   now.Add(lifespan),
+	}
+	supersede := purpose != PurposeVerifyEmail
+	if err := s.store.CreateOneTimeToken(ctx, t, supersede); err != nil {
+		return Message{}, fmt.Errorf("publicauth: store %s token: %w", purpose, err)
+	}
+	return s.render(kind.mail, u, MailData{
+		Link:      s.baseURL + kind.path + "?token=" + url.QueryEscape(token),
+		ExpiresIn: lifespan,
+	})
+}
+
+// mailLinkLater prepares a link mail now and sends it in the background, so the answer
+// takes as long whether or not a mail goes out. Failures (the limit included) are logged.
+func (s *Service) mailLinkLater(ctx context.Context, u *User, purpose string, dest Destination) {
+	m, err := s.prepareLink(ctx, u, purpose, dest)
+	var limited *RateLimitError
+	switch {
+	case errors.As(err, &limited):
+		s.logger.WarnContext(ctx, "publicauth: per-account mail limit reached, mail not sent", "kind", purpose, "user_id", u.ID)
+		return
+	case err != nil:
+		s.logger.ErrorContext(ctx, "publicauth: could not prepare mail", "kind", purpose, "user_id", u.ID, "err", err)
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	s.mailing.Go(func() {
+		ctx, cancel := context.WithTimeout(ctx, mailTimeout)
+		defer cancel()
+		// send logs its failure; the requester already has their answer.
+		_ = s.send(ctx, m)
+	})
+}
+
+// Wait blocks until every mail the service sends in the background has been handed to the
+// mailer or failed. Call it on shutdown so no accepted request loses its mail.
+func (s *Service) Wait() {
+	s.mailing.Wait()
+}
+
+// render renders the mail of kind to u.
+func (s *Service) render(kind string, u *User, d MailData) (Message, error) {
+	d.Name, d.Email, d.ServiceName = u.Name, u.Email, s.serviceName
+	m, err := s.mail.render(kind, d)
+	if err != nil {
+		return Message{}, fmt.Errorf("publicauth: render %s mail: %w", kind, err)
+	}
+	m.To = u.Email
+	return m, nil
+}
+
+// send hands m to the mailer; a failure is logged and returned wrapping ErrMailUnavailable.
+func (s *Service) send(ctx context.Context, m Message) error {
+	if err := s.mailer.Send(ctx, m); err != nil {
+		s.logger.ErrorContext(ctx, "publicauth: sending mail failed", "subject", m.Subject, "err", err)
+		return fmt.Errorf("%w: %v", ErrMailUnavailable, err)
+	}
+	return nil
+}
