@@ -13,7 +13,7 @@ func TestNewPINRejectsBiasedDraws(t *testing.T) {
 		want   string
 	}{
 		{"first draw kept", []byte{0, 0, 0, 7}, "000007"},
-		{"largest kept draw", []byte{0xff, 0xf1, 0x3d, 0x7f}, "999999"}, // 4293999999
+		{"largest kept draw", []byte{0xff, 0xf1, 0x3d, 0x7f}, "999999"},                                        // 4293999999
 		{"draw of the last partial range redrawn", []byte{0xff, 0xf1, 0x3d, 0x80, 0, 0, 0x30, 0x39}, "012345"}, // 4294000000, then 12345
 	} {
 		t.Run(tc.name, func(t *testing.T) {
