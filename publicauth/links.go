@@ -177,7 +177,8 @@ func (s *Service) RequestPasswordReset(ctx context.Context, email string) error 
 }
 
 // ResetPassword sets a new password with a reset token. The password must pass the password
-// rule (*InputError, checked before the token is spent). In one transaction it consumes the
+// rule, including not containing the account's address (*InputError; the token is not spent
+// then). In one transaction it consumes the
 // token, sets the password, marks the address verified (the link proved it) and ends every
 // session of the user; it also clears the account's failed logins. A bad token yields
 // ErrInvalidToken; an inactive account ErrAccountDisabled.
@@ -201,6 +202,11 @@ func (s *Service) ResetPassword(ctx context.Context, token, password string) (*U
 		}
 		if u.Status != StatusActive {
 			return ErrAccountDisabled
+		}
+		// Only now is the address known that the password must not contain; refusing here
+		// rolls back, so the link stays usable for a better password.
+		if err := checkAccountPassword(password, u.Email); err != nil {
+			return err
 		}
 		u.PasswordHash = hash
 		u.EmailVerified = true
