@@ -80,15 +80,14 @@ func (s *Service) Identities(store IdentityStore) *Identities {
 const maxLoginAttempts = 3
 
 // Login decides which account id logs in to. signedIn is the user of the request's current
-// public session, or nil. The provider must have verified the email (else
+// public session, or nil; it never receives an identity of another email. The provider must have verified the email (else
 // ErrEmailUnverifiedUpstream). Then, in this order:
 //
 //   - an identity already linked logs in to its user;
-//   - with signedIn set, the identity is linked to signedIn (the user is adding a login
-//     method to the account they are signed in to);
 //   - an account with the identity's email (compared case-insensitively) gets the identity
-//     linked when that account's email is verified, else the login is refused with
-//     ErrLinkRefused and nothing changes;
+//     linked when that account's email is verified, or when signedIn is that account (its
+//     owner proved the password first); else the login is refused with ErrLinkRefused and
+//     nothing changes;
 //   - otherwise a new social-only account is created: no password, email verified, role
 //     user, the provider as its one login method.
 //
@@ -136,12 +135,9 @@ func (ids *Identities) login(ctx context.Context, id Identity, signedIn *User) (
 	case !errors.Is(err, ErrIdentityNotFound):
 		return IdentityLogin{}, fmt.Errorf("publicauth: look up identity: %w", err)
 	}
-	if signedIn != nil {
-		return ids.link(ctx, signedIn.ID, id)
-	}
 	u, err = ids.s.users.UserByEmail(ctx, id.Email)
 	switch {
-	case err == nil && u.EmailVerified:
+	case err == nil && (u.EmailVerified || (signedIn != nil && signedIn.ID == u.ID)):
 		return ids.link(ctx, u.ID, id)
 	case err == nil:
 		return IdentityLogin{}, ErrLinkRefused
