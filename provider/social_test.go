@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -524,4 +525,46 @@ func TestSocialLoginOIDCUpstream(t *testing.T) {
 			t.Errorf("second sign-in: got sub %v, want %s", tok2.claims["sub"], u.ID)
 		}
 	})
+}
+
+func TestSocialConfigIsValidated(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  provider.SocialConfig
+		want string
+	}{
+		{"Google id without secret", provider.SocialConfig{Google: provider.SocialProvider{ClientID: "id"}}, "google: client id and client secret are both required"},
+		{"Facebook secret without id", provider.SocialConfig{Facebook: provider.SocialProvider{ClientSecret: "s"}}, "facebook: client id and client secret are both required"},
+		{"override not a URL", provider.SocialConfig{Google: provider.SocialProvider{ClientID: "id", ClientSecret: "s", TokenURL: "token"}}, "token URL"},
+		{"plain http off loopback", provider.SocialConfig{OIDC: []provider.OIDCUpstream{{Name: "corp", Issuer: "http://idp.example", ClientID: "a", ClientSecret: "b"}}}, "must use https"},
+		{"bad OIDC name", provider.SocialConfig{OIDC: []provider.OIDCUpstream{{Name: "Corp IdP", Issuer: "https://idp.example", ClientID: "a", ClientSecret: "b"}}}, "name must be"},
+		{"OIDC name twice", provider.SocialConfig{OIDC: []provider.OIDCUpstream{
+			{Name: "corp", Issuer: "https://idp.example", ClientID: "a", ClientSecret: "b"},
+			{Name: "corp", Issuer: "https://other.example", ClientID: "a", ClientSecret: "b"},
+		}}, `OIDC upstream "corp" is configured twice`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := provider.New(provider.Config{DSN: "sqlite:" + filepath.Join(t.TempDir(), "g.db"), Secret: testSecret, Social: tt.cfg})
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got %v, want an error saying %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestSocialLoginUnreachableOIDCUpstream(t *testing.T) {
+	// Nothing listens on the discard port of loopback.
+	e := newEnv(t, storagetest.Backends(t)[0], provider.Config{Social: provider.SocialConfig{OIDC: []provider.OIDCUpstream{{
+		Name: "down", Issuer: "http://127.0.0.1:9", ClientID: "a", ClientSecret: "b",
+	}}}})
+	rp := e.relyingParty(t, e.client(t, provider.ClientSpec{FirstParty: true}))
+	br := socialBrowser(t, e)
+	p := br.get(t, rp.start(oauth2.SetAuthURLParam("provider", "oidc:down")).String())
+	if p.status != http.StatusOK || p.url.Path != "/login" || !strings.Contains(p.body, "could not be reached") {
+		t.Fatalf("got %s, want the login page with a message", p)
+	}
+	if _, ok := socialButtons(t, p)["down"]; !ok {
+		t.Errorf("the login page lost the provider's button")
+	}
 }
