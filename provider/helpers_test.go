@@ -25,6 +25,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/gatehouse-id/gatehouse/provider"
+	"github.com/gatehouse-id/gatehouse/storage"
 	"github.com/gatehouse-id/gatehouse/storage/storagetest"
 )
 
@@ -60,6 +61,7 @@ func forEachBackend(t *testing.T, test func(t *testing.T, b storagetest.Backend)
 type env struct {
 	issuer string
 	p      *provider.Provider
+	store  *storage.Store
 	srv    *httptest.Server
 	// back is the relying party's back channel: no cookies, redirects not followed.
 	back *http.Client
@@ -71,9 +73,17 @@ type env struct {
 // URL and cfg.Secret defaults to testSecret. The provider's log is shown when t fails.
 func newEnv(t *testing.T, b storagetest.Backend, cfg provider.Config) *env {
 	t.Helper()
+	return newEnvFor(t, b, func(string) provider.Config { return cfg })
+}
+
+// newEnvFor is newEnv with the config made by config once the issuer is known.
+func newEnvFor(t *testing.T, b storagetest.Backend, config func(issuer string) provider.Config) *env {
+	t.Helper()
 	store := b.Open(t)
 	srv := httptest.NewUnstartedServer(nil)
-	cfg.Issuer = "http://" + srv.Listener.Addr().String()
+	issuer := "http://" + srv.Listener.Addr().String()
+	cfg := config(issuer)
+	cfg.Issuer = issuer
 	if cfg.Secret == nil {
 		cfg.Secret = testSecret
 	}
@@ -100,7 +110,7 @@ func newEnv(t *testing.T, b storagetest.Backend, cfg provider.Config) *env {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	ctx := oidc.ClientContext(context.WithValue(context.Background(), oauth2.HTTPClient, back), back)
-	return &env{issuer: cfg.Issuer, p: p, srv: srv, back: back, ctx: ctx}
+	return &env{issuer: cfg.Issuer, p: p, store: store, srv: srv, back: back, ctx: ctx}
 }
 
 // logBuffer collects the provider's log lines from concurrent handlers.
