@@ -15,6 +15,7 @@ import (
 	"github.com/gorilla/mux"
 	"github.com/ory/fosite"
 
+	"github.com/gatehouse-id/gatehouse/permissions"
 	"github.com/gatehouse-id/gatehouse/publicauth"
 	"github.com/gatehouse-id/gatehouse/storage"
 )
@@ -34,6 +35,7 @@ type Provider struct {
 	oauth    *fosite.Fosite
 	idSigner *jwtSigner
 	auth     *publicauth.Service
+	perms    *permissions.Service
 	pages    *pages
 	csrf     csrfGuard
 	router   *mux.Router
@@ -111,6 +113,9 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 		Secret:               deriveKey(cfg.Secret, "publicauth"),
 	}, p.store, p.store, publicauth.WithClock(o.now), publicauth.WithRandom(o.random), publicauth.WithLogger(o.logger))
 	if err != nil {
+		return fail(err)
+	}
+	if p.perms, err = p.newPermissions(); err != nil {
 		return fail(err)
 	}
 	if p.pages, err = newPages(cfg.TemplateDir); err != nil {
