@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -417,5 +418,248 @@ func TestPermissionRequestErrors(t *testing.T) {
 		t.Run("a refresh token is no bearer token", func(t *testing.T) {
 			wantAppError(t, e.sendJSON(t, http.MethodGet, path, "", bearer(aliceTokens.RefreshToken)), 401, badToken.message)
 		})
+	})
+}
+
+// TestPermissionLifecycle follows one record through its whole life with real tokens from
+// real flows: alice logs in to app and asks for access (201, then 200), app approves her as
+// a user with its client token, an admin promotes her to admin, her request is now refused
+// (409), app revokes her — which also kills her tokens for app — and a new request after
+// logging in again is pending again. Every change is in the audit log an admin reads.
+func TestPermissionLifecycle(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
+		e := newPermEnv(t, b, provider.Config{})
+		alice, path := e.alice.ID, recordPath(e.alice.ID, "app")
+		br := e.browser(t)
+		tok := e.userToken(t, br, e.app, e.alice.Email)
+		aliceBearer := bearer(tok.AccessToken)
+		manager := bearer(e.clientToken(t, e.app, "manage_permissions"))
+		admin := e.publicSession(t, e.admin.Email)
+
+		wantAppError(t, e.sendJSON(t, http.MethodGet, path, "", aliceBearer), 404, "no permission record for this user and application")
+
+		r := e.sendJSON(t, http.MethodPost, requestAccessPath(alice, "app"), `{"email": "alice@example.com", "name": "Alice Example"}`, aliceBearer)
+		if r.status != http.StatusCreated || r.body["message"] != "access requested" {
+			t.Fatalf("request-access: got %s, want 201 access requested", r)
+		}
+		first := wantRecord(t, r.body["permission"].(map[string]any), alice, "app", appName, "pending", "none", nil)
+		if first["requestedAt"] == nil || first["grantedAt"] != nil {
+			t.Errorf("pending record: got requestedAt %v, grantedAt %v; want a request time and no grant", first["requestedAt"], first["grantedAt"])
+		}
+
+		r = e.sendJSON(t, http.MethodPost, requestAccessPath(alice, "app"), "", aliceBearer)
+		if r.status != http.StatusOK || r.body["message"] != "access request already pending" {
+			t.Fatalf("second request-access: got %s, want 200 already pending", r)
+		}
+		if again := r.body["permission"].(map[string]any); again["requestedAt"] != first["requestedAt"] || again["updatedAt"] != first["updatedAt"] {
+			t.Errorf("second request-access changed the record: got %v, want %v", again, first)
+		}
+
+		r = e.sendJSON(t, http.MethodPut, path, `{"status": "approved", "role": "user"}`, manager)
+		if r.status != http.StatusOK {
+			t.Fatalf("app approves: got %s, want 200", r)
+		}
+		approved := wantRecord(t, r.body, alice, "app", appName, "approved", "user", "client:app")
+		if approved["grantedAt"] == nil || approved["requestedAt"] != first["requestedAt"] || approved["createdAt"] != first["createdAt"] {
+			t.Errorf("approved record: got %v, want grantedAt set and the request kept", approved)
+		}
+		r = e.sendJSON(t, http.MethodGet, path, "", aliceBearer)
+		if r.status != http.StatusOK {
+			t.Fatalf("alice reads her record: got %s", r)
+		}
+		wantRecord(t, r.body, alice, "app", appName, "approved", "user", "client:app")
+
+		r = e.sendJSON(t, http.MethodPut, adminRecordPath(alice, "app"), `{"status": "approved", "role": "admin"}`, admin)
+		if r.status != http.StatusOK {
+			t.Fatalf("admin promotes: got %s, want 200", r)
+		}
+		wantRecord(t, r.body, alice, "app", appName, "approved", "admin", e.admin.ID)
+
+		wantAppError(t, e.sendJSON(t, http.MethodPost, requestAccessPath(alice, "app"), "", aliceBearer), 409, "access is already approved")
+
+		r = e.sendJSON(t, http.MethodDelete, path, "", manager)
+		if r.status != http.StatusOK {
+			t.Fatalf("app revokes: got %s, want 200", r)
+		}
+		wantRecord(t, r.body, alice, "app", appName, "revoked", "none", e.admin.ID)
+		// Her tokens for app died with the permission.
+		if got := e.introspect(t, e.app, tok.AccessToken)["active"]; got != false {
+			t.Errorf("access token after revocation: introspection active %v, want false", got)
+		}
+		wantOAuthError(t, e.refresh(t, e.app, tok.RefreshToken), http.StatusBadRequest, "invalid_grant")
+		wantAppError(t, e.sendJSON(t, http.MethodGet, path, "", aliceBearer), 401, badToken.message)
+
+		// She logs in again (her browser session still stands) and asks anew.
+		fresh := bearer(e.userToken(t, br, e.app, e.alice.Email).AccessToken)
+		r = e.sendJSON(t, http.MethodGet, path, "", fresh)
+		wantRecord(t, r.body, alice, "app", appName, "revoked", "none", e.admin.ID)
+		r = e.sendJSON(t, http.MethodPost, requestAccessPath(alice, "app"), "", fresh)
+		if r.status != http.StatusCreated {
+			t.Fatalf("request-access after revocation: got %s, want 201", r)
+		}
+		renewed := wantRecord(t, r.body["permission"].(map[string]any), alice, "app", appName, "pending", "none", nil)
+		if renewed["grantedAt"] != nil || renewed["requestedAt"] == nil {
+			t.Errorf("renewed request: got %v, want a new request without a grant", renewed)
+		}
+
+		// The audit log, read in pages of two.
+		type step struct{ action, actorType, actorID, before, after string }
+		want := []step{
+			{"request-access", "user", alice, "", "pending/none"},
+			{"update", "client", "app", "pending/none", "approved/user"},
+			{"update", "admin", e.admin.ID, "approved/user", "approved/admin"},
+			{"revoke", "client", "app", "approved/admin", "revoked/none"},
+			{"request-access", "user", alice, "revoked/none", "pending/none"},
+		}
+		var got []step
+		cursor := ""
+		for range 10 {
+			q := url.Values{"userId": {alice}, "clientId": {"app"}, "limit": {"2"}}
+			if cursor != "" {
+				q.Set("cursor", cursor)
+			}
+			r := e.sendJSON(t, http.MethodGet, "/api/admin/audit?"+q.Encode(), "", admin)
+			if r.status != http.StatusOK {
+				t.Fatalf("audit: got %s", r)
+			}
+			for _, raw := range r.body["entries"].([]any) {
+				entry := raw.(map[string]any)
+				state := func(rec any) string {
+					m, _ := rec.(map[string]any)
+					if m == nil {
+						return ""
+					}
+					return fmt.Sprint(m["status"], "/", m["role"])
+				}
+				actor := entry["actor"].(map[string]any)
+				got = append(got, step{entry["action"].(string), actor["type"].(string), actor["id"].(string), state(entry["before"]), state(entry["after"])})
+			}
+			next, _ := r.body["nextCursor"].(string)
+			if next == "" {
+				break
+			}
+			cursor = next
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("audit log:\ngot  %v\nwant %v", got, want)
+		}
+		// A user who is no admin reads no audit log.
+		wantAppError(t, e.sendJSON(t, http.MethodGet, "/api/admin/audit", "", e.publicSession(t, e.bob.Email)), 403, "admin role required")
+
+		// The pending list shows her; the approved list does not.
+		for status, n := range map[string]int{"pending": 1, "approved": 0, "": 1} {
+			r := e.sendJSON(t, http.MethodGet, "/api/admin/apps/app/permissions?status="+status, "", admin)
+			if list, _ := r.body["permissions"].([]any); r.status != http.StatusOK || len(list) != n {
+				t.Errorf("list status=%q: got %s, want %d records", status, r, n)
+			}
+		}
+	})
+}
+
+// TestPermissionRevocationTokens: a DELETE by the admin revokes the user's tokens for that
+// client (and only those) unless KeepTokensOnRevoke is set.
+func TestPermissionRevocationTokens(t *testing.T) {
+	t.Parallel()
+	for _, keep := range []bool{false, true} {
+		t.Run(fmt.Sprintf("KeepTokensOnRevoke=%v", keep), func(t *testing.T) {
+			t.Parallel()
+			forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
+				e := newPermEnv(t, b, provider.Config{Permissions: provider.PermissionsConfig{KeepTokensOnRevoke: keep}})
+				br := e.browser(t)
+				atApp := e.userToken(t, br, e.app, e.alice.Email)
+				atOther := e.userToken(t, br, e.other, e.alice.Email)
+				bobAtApp := e.userToken(t, e.browser(t), e.app, e.bob.Email)
+				admin := e.publicSession(t, e.admin.Email)
+				if r := e.sendJSON(t, http.MethodPut, adminRecordPath(e.alice.ID, "app"), `{"status":"approved","role":"user"}`, admin); r.status != http.StatusCreated {
+					t.Fatalf("admin PUT of a new record: got %s, want 201", r)
+				}
+				r := e.sendJSON(t, http.MethodDelete, adminRecordPath(e.alice.ID, "app"), "", admin)
+				if r.status != http.StatusOK {
+					t.Fatalf("admin DELETE: got %s, want 200", r)
+				}
+				wantRecord(t, r.body, e.alice.ID, "app", appName, "revoked", "none", e.admin.ID)
+
+				if keep {
+					if got := e.introspect(t, e.app, atApp.AccessToken)["active"]; got != true {
+						t.Errorf("alice's access token at app: active %v, want true (tokens kept)", got)
+					}
+					if r := e.refresh(t, e.app, atApp.RefreshToken); r.status != http.StatusOK {
+						t.Errorf("alice's refresh at app: got %s, want 200 (tokens kept)", r)
+					}
+				} else {
+					wantRefused(t, e.env, e.app, atApp.AccessToken)
+					wantOAuthError(t, e.refresh(t, e.app, atApp.RefreshToken), http.StatusBadRequest, "invalid_grant")
+				}
+				// Tokens of another client, or of another user, are never touched.
+				if got := e.introspect(t, e.other, atOther.AccessToken)["active"]; got != true {
+					t.Errorf("alice's access token at other: active %v, want true", got)
+				}
+				if got := e.introspect(t, e.app, bobAtApp.AccessToken)["active"]; got != true {
+					t.Errorf("bob's access token at app: active %v, want true", got)
+				}
+			})
+		})
+	}
+}
+
+// TestConcurrentPermissionPuts: 50 PUTs of one pair at once, with different states, leave
+// exactly one record, in one of the states written; exactly one of them created it, and
+// each left one audit entry.
+func TestConcurrentPermissionPuts(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
+		e := newPermEnv(t, b, provider.Config{})
+		manager := bearer(e.clientToken(t, e.app, "manage_permissions"))
+		admin := e.publicSession(t, e.admin.Email)
+		path := recordPath(e.alice.ID, "app")
+		states := [][2]string{{"approved", "user"}, {"approved", "admin"}, {"pending", "none"}, {"revoked", "none"}, {"approved", "none"}}
+		const writers = 50
+		statuses := make([]int, writers)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range writers {
+			wg.Go(func() {
+				<-start
+				st := states[i%len(states)]
+				req, _ := http.NewRequest(http.MethodPut, e.issuer+path, strings.NewReader(fmt.Sprintf(`{"status":%q,"role":%q}`, st[0], st[1])))
+				req.Header.Set("Content-Type", "application/json")
+				manager(req)
+				res, err := e.back.Do(req)
+				if err != nil {
+					return // statuses[i] stays 0 and is reported below
+				}
+				res.Body.Close()
+				statuses[i] = res.StatusCode
+			})
+		}
+		close(start)
+		wg.Wait()
+		created := 0
+		for i, s := range statuses {
+			switch s {
+			case http.StatusCreated:
+				created++
+			case http.StatusOK:
+			default:
+				t.Errorf("PUT #%d: got status %d, want 200 or 201", i, s)
+			}
+		}
+		if created != 1 {
+			t.Errorf("got %d PUTs answered 201, want exactly 1", created)
+		}
+		r := e.sendJSON(t, http.MethodGet, path, "", manager)
+		final := [2]string{fmt.Sprint(r.body["status"]), fmt.Sprint(r.body["role"])}
+		if r.status != http.StatusOK || !slices.Contains(states, final) {
+			t.Errorf("final record: got %s, want one of the written states", r)
+		}
+		list := e.sendJSON(t, http.MethodGet, "/api/admin/apps/app/permissions", "", admin)
+		if records, _ := list.body["permissions"].([]any); len(records) != 1 {
+			t.Errorf("records of app: got %s, want exactly 1", list)
+		}
+		audit := e.sendJSON(t, http.MethodGet, "/api/admin/audit?limit=200&clientId=app", "", admin)
+		if entries, _ := audit.body["entries"].([]any); len(entries) != writers {
+			t.Errorf("audit entries: got %d, want %d", len(entries), writers)
+		}
 	})
 }
