@@ -3,6 +3,7 @@ package permissions
 import (
 	"errors"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -148,14 +149,8 @@ func (h *handlers) requestAccess(w http.ResponseWriter, r *http.Request) {
 
 // listApp serves GET /api/admin/apps/{clientId}/permissions?status=&limit=&cursor=.
 func (h *handlers) listApp(w http.ResponseWriter, r *http.Request) {
-	if _, _, _, err := h.admit(r, opAdmin); err != nil {
-		h.s.writeError(w, r, err)
-		return
-	}
-	q := r.URL.Query()
-	limit, err := pageSize(q.Get("limit"))
-	if err != nil {
-		h.s.writeError(w, r, err)
+	q, limit, ok := h.admitListing(w, r)
+	if !ok {
 		return
 	}
 	records, next, err := h.s.ListApp(r.Context(), mux.Vars(r)["clientId"], q.Get("status"), q.Get("cursor"), limit)
@@ -172,14 +167,8 @@ func (h *handlers) listApp(w http.ResponseWriter, r *http.Request) {
 
 // listAudit serves GET /api/admin/audit?userId=&clientId=&limit=&cursor=.
 func (h *handlers) listAudit(w http.ResponseWriter, r *http.Request) {
-	if _, _, _, err := h.admit(r, opAdmin); err != nil {
-		h.s.writeError(w, r, err)
-		return
-	}
-	q := r.URL.Query()
-	limit, err := pageSize(q.Get("limit"))
-	if err != nil {
-		h.s.writeError(w, r, err)
+	q, limit, ok := h.admitListing(w, r)
+	if !ok {
 		return
 	}
 	f := AuditFilter{UserID: q.Get("userId"), ClientID: q.Get("clientId")}
@@ -199,14 +188,20 @@ func (h *handlers) listAudit(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, page)
 }
 
-// pageSize parses the limit parameter: DefaultPageSize when absent.
-func pageSize(raw string) (int, error) {
-	if raw == "" {
-		return DefaultPageSize, nil
+// admitListing lets only admins through to a listing and reads its query and its limit
+// (DefaultPageSize when absent). When it returns false it has answered the request.
+func (h *handlers) admitListing(w http.ResponseWriter, r *http.Request) (url.Values, int, bool) {
+	_, _, _, err := h.admit(r, opAdmin)
+	q := r.URL.Query()
+	limit := DefaultPageSize
+	if err == nil && q.Get("limit") != "" {
+		if limit, err = strconv.Atoi(q.Get("limit")); err != nil {
+			err = &InputError{Field: "limit", Reason: "must be a whole number"}
+		}
 	}
-	n, err := strconv.Atoi(raw)
 	if err != nil {
-		return 0, &InputError{Field: "limit", Reason: "must be a whole number"}
+		h.s.writeError(w, r, err)
+		return nil, 0, false
 	}
-	return n, nil
+	return q, limit, true
 }

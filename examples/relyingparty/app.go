@@ -304,34 +304,32 @@ func (a *app) fail(w http.ResponseWriter, what string, err error) {
 }
 
 func (a *app) session(r *http.Request) *userSession {
-	c, err := r.Cookie(sessionCookie)
-	if err != nil {
-		return nil
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.sessions[c.Value]
+	return fromCookie(a, r, sessionCookie, a.sessions, false)
 }
 
 func (a *app) forget(w http.ResponseWriter, r *http.Request) {
-	if c, err := r.Cookie(sessionCookie); err == nil {
-		a.mu.Lock()
-		delete(a.sessions, c.Value)
-		a.mu.Unlock()
-	}
+	fromCookie(a, r, sessionCookie, a.sessions, true)
 	a.setCookie(w, sessionCookie, "", -1)
 }
 
 func (a *app) takeFlow(r *http.Request) *loginFlow {
-	c, err := r.Cookie(flowCookie)
+	return fromCookie(a, r, flowCookie, a.flows, true)
+}
+
+// fromCookie returns the entry of m that r's cookie names (nil without one), removing it
+// when take is true.
+func fromCookie[T any](a *app, r *http.Request, cookie string, m map[string]*T, take bool) *T {
+	c, err := r.Cookie(cookie)
 	if err != nil {
 		return nil
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	f := a.flows[c.Value]
-	delete(a.flows, c.Value)
-	return f
+	v := m[c.Value]
+	if take {
+		delete(m, c.Value)
+	}
+	return v
 }
 
 // setCookie sets an HttpOnly, SameSite=Lax cookie (Secure when the app runs on https);
