@@ -15,6 +15,7 @@ import (
 	"github.com/gorilla/mux"
 	"github.com/ory/fosite"
 
+	"github.com/gatehouse-id/gatehouse/permissions"
 	"github.com/gatehouse-id/gatehouse/publicauth"
 	"github.com/gatehouse-id/gatehouse/social"
 	"github.com/gatehouse-id/gatehouse/storage"
@@ -36,6 +37,7 @@ type Provider struct {
 	idSigner *jwtSigner
 	auth     *publicauth.Service
 	social   *social.Service
+	perms    *permissions.Service
 	pages    *pages
 	csrf     csrfGuard
 	router   *mux.Router
@@ -116,6 +118,9 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 		return fail(err)
 	}
 	if p.social, err = p.newSocial(cfg); err != nil {
+		return fail(err)
+	}
+	if p.perms, err = p.newPermissions(); err != nil {
 		return fail(err)
 	}
 	if p.pages, err = newPages(cfg.TemplateDir); err != nil {

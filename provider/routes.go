@@ -31,6 +31,7 @@ func (p *Provider) routes() *mux.Router {
 
 	p.auth.Routes(r)
 	p.social.Routes(r)
+	p.perms.Routes(r)
 
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "Not Found", "message": "no such endpoint"})
