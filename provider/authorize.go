@@ -178,7 +178,7 @@ func (p *Provider) decide(w http.ResponseWriter, r *http.Request, ar fosite.Auth
 			p.authorizeError(w, r, ar, fosite.ErrLoginRequired.WithHint("The user is not logged in."))
 			return
 		}
-		p.pause(w, r, ar, f, "/login")
+		p.pause(w, r, ar, f, p.loginPage(form))
 		return
 	}
 

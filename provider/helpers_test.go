@@ -25,6 +25,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/gatehouse-id/gatehouse/provider"
+	"github.com/gatehouse-id/gatehouse/storage"
 	"github.com/gatehouse-id/gatehouse/storage/storagetest"
 )
 
@@ -60,6 +61,7 @@ func forEachBackend(t *testing.T, test func(t *testing.T, b storagetest.Backend)
 type env struct {
 	issuer string
 	p      *provider.Provider
+	store  *storage.Store
 	srv    *httptest.Server
 	// back is the relying party's back channel: no cookies, redirects not followed.
 	back *http.Client
@@ -68,18 +70,28 @@ type env struct {
 }
 
 // newEnv starts a provider on a fresh store of backend b. cfg.Issuer is set to the server's
-// URL and cfg.Secret defaults to testSecret. The provider's log is shown when t fails.
-func newEnv(t *testing.T, b storagetest.Backend, cfg provider.Config) *env {
+// URL and cfg.Secret defaults to testSecret; opts (a clock, …) are passed to provider.New.
+// The provider's log is shown when t fails.
+func newEnv(t *testing.T, b storagetest.Backend, cfg provider.Config, opts ...provider.Option) *env {
+	t.Helper()
+	return newEnvFor(t, b, func(string) provider.Config { return cfg }, opts...)
+}
+
+// newEnvFor is newEnv with the config made by config once the issuer is known.
+func newEnvFor(t *testing.T, b storagetest.Backend, config func(issuer string) provider.Config, opts ...provider.Option) *env {
 	t.Helper()
 	store := b.Open(t)
 	srv := httptest.NewUnstartedServer(nil)
-	cfg.Issuer = "http://" + srv.Listener.Addr().String()
+	issuer := "http://" + srv.Listener.Addr().String()
+	cfg := config(issuer)
+	cfg.Issuer = issuer
 	if cfg.Secret == nil {
 		cfg.Secret = testSecret
 	}
 	logs := &logBuffer{}
-	p, err := provider.New(cfg, provider.WithStore(store),
-		provider.WithLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+	opts = append([]provider.Option{provider.WithStore(store),
+		provider.WithLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))}, opts...)
+	p, err := provider.New(cfg, opts...)
 	if err != nil {
 		_ = srv.Listener.Close()
 		t.Fatalf("provider.New: %v", err)
@@ -100,7 +112,7 @@ func newEnv(t *testing.T, b storagetest.Backend, cfg provider.Config) *env {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	ctx := oidc.ClientContext(context.WithValue(context.Background(), oauth2.HTTPClient, back), back)
-	return &env{issuer: cfg.Issuer, p: p, srv: srv, back: back, ctx: ctx}
+	return &env{issuer: cfg.Issuer, p: p, store: store, srv: srv, back: back, ctx: ctx}
 }
 
 // logBuffer collects the provider's log lines from concurrent handlers.
@@ -568,9 +580,15 @@ func (e *env) call(t *testing.T, method, path string, form url.Values, auth func
 	if auth != nil {
 		auth(req)
 	}
+	return e.send(t, req)
+}
+
+// send sends req on the back channel and decodes the JSON answer.
+func (e *env) send(t *testing.T, req *http.Request) jsonResponse {
+	t.Helper()
 	res, err := e.back.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
+		t.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
 	}
 	defer res.Body.Close()
 	raw, err := io.ReadAll(res.Body)
@@ -580,7 +598,7 @@ func (e *env) call(t *testing.T, method, path string, form url.Values, auth func
 	r := jsonResponse{status: res.StatusCode, header: res.Header, raw: string(raw)}
 	if len(bytes.TrimSpace(raw)) > 0 && strings.Contains(res.Header.Get("Content-Type"), "json") {
 		if err := json.Unmarshal(raw, &r.body); err != nil {
-			t.Fatalf("%s %s: decode %q: %v", method, path, raw, err)
+			t.Fatalf("%s %s: decode %q: %v", req.Method, req.URL.Path, raw, err)
 		}
 	}
 	return r

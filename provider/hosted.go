@@ -236,6 +236,9 @@ func (p *Provider) renderForm(w http.ResponseWriter, r *http.Request, status int
 		return
 	}
 	data["CSRF"], data["Request"] = csrf, token
+	if page == "login" {
+		p.socialLoginData(r, token, data)
+	}
 	if client != nil {
 		name := client.Name
 		if name == "" {

@@ -15,8 +15,10 @@ import (
 	"github.com/gorilla/mux"
 	"github.com/ory/fosite"
 
+	"github.com/gatehouse-id/gatehouse/permissions"
 	"github.com/gatehouse-id/gatehouse/publicauth"
 	"github.com/gatehouse-id/gatehouse/ratelimit"
+	"github.com/gatehouse-id/gatehouse/social"
 	"github.com/gatehouse-id/gatehouse/storage"
 )
 
@@ -35,6 +37,8 @@ type Provider struct {
 	oauth    *fosite.Fosite
 	idSigner *jwtSigner
 	auth     *publicauth.Service
+	social   *social.Service
+	perms    *permissions.Service
 	pages    *pages
 	csrf     csrfGuard
 	router   *mux.Router
@@ -113,6 +117,12 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	}, p.store, publicauth.WithClock(o.now), publicauth.WithRandom(o.random), publicauth.WithLogger(o.logger),
 		publicauth.WithLimiter(ratelimit.NewMemory()))
 	if err != nil {
+		return fail(err)
+	}
+	if p.social, err = p.newSocial(cfg); err != nil {
+		return fail(err)
+	}
+	if p.perms, err = p.newPermissions(); err != nil {
 		return fail(err)
 	}
 	if p.pages, err = newPages(cfg.TemplateDir); err != nil {

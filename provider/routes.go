@@ -30,6 +30,8 @@ func (p *Provider) routes() *mux.Router {
 	r.HandleFunc("/ui/style.css", p.pages.style).Methods(get, http.MethodHead)
 
 	p.auth.Routes(r)
+	p.social.Routes(r)
+	p.perms.Routes(r)
 
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "Not Found", "message": "no such endpoint"})

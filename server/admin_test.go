@@ -119,6 +119,14 @@ func testAdminCommands(t *testing.T, dsn string, env map[string]string) {
 		t.Errorf("client list after delete: got %+v, want only %s", list, pub.ClientID)
 	}
 
+	// A client may be allowed manage_permissions, the scope of the permission routes.
+	var manager clientJSON
+	decodeJSON(t, mustRun(t, env, "client", "create", "--id", "manager", "--grant-type", "client_credentials",
+		"--scope", "manage_permissions"), &manager)
+	if !slices.Equal(manager.Scopes, []string{"manage_permissions"}) || !slices.Equal(manager.GrantTypes, []string{"client_credentials"}) {
+		t.Errorf("manager client: got scopes %v and grant types %v", manager.Scopes, manager.GrantTypes)
+	}
+
 	var user map[string]any
 	decodeJSON(t, mustRun(t, env, "user", "create", "--email", "Admin@Example.com", "--password", "correct horse battery staple",
 		"--name", "Ada Admin", "--role", "admin", "--verified"), &user)

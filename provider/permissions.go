@@ -1,0 +1,99 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/ory/fosite"
+
+	"github.com/gatehouse-id/gatehouse/permissions"
+	"github.com/gatehouse-id/gatehouse/publicauth"
+	"github.com/gatehouse-id/gatehouse/storage"
+)
+
+// newPermissions builds the permission service over the provider's store, its token
+// validation, the public authentication admin check and its users and clients.
+func (p *Provider) newPermissions() (*permissions.Service, error) {
+	seams := permissionSeams{p: p}
+	return permissions.New(permissions.Config{KeepTokensOnRevoke: p.cfg.Permissions.KeepTokensOnRevoke},
+		p.store, seams, seams, seams,
+		permissions.WithClock(p.now), permissions.WithRandom(p.random), permissions.WithLogger(p.log))
+}
+
+// permissionSeams adapts the provider to what package permissions declares: Tokens, Admins
+// and Directory.
+type permissionSeams struct {
+	p *Provider
+}
+
+var (
+	_ permissions.Tokens    = permissionSeams{}
+	_ permissions.Admins    = permissionSeams{}
+	_ permissions.Directory = permissionSeams{}
+)
+
+// Validate checks bearer as an access token the way introspection does — by its stored row,
+// so a revoked token is refused, and its signature and expiry — and also refuses a token
+// the provider's clock says has expired. A refresh token is no bearer token: fosite's
+// introspection falls back to refresh tokens, so the token use is checked.
+func (s permissionSeams) Validate(ctx context.Context, bearer string) (permissions.TokenInfo, error) {
+	if bearer == "" {
+		return permissions.TokenInfo{}, permissions.ErrInvalidToken
+	}
+	use, ar, err := s.p.oauth.IntrospectToken(ctx, bearer, fosite.AccessToken, newSession())
+	if databaseDown(err) {
+		return permissions.TokenInfo{}, err
+	}
+	if err != nil || use != fosite.AccessToken {
+		return permissions.TokenInfo{}, permissions.ErrInvalidToken
+	}
+	session, ok := ar.GetSession().(*Session)
+	if !ok {
+		return permissions.TokenInfo{}, permissions.ErrInvalidToken
+	}
+	if exp := session.GetExpiresAt(fosite.AccessToken); !exp.IsZero() && !s.p.now().Before(exp) {
+		return permissions.TokenInfo{}, permissions.ErrInvalidToken
+	}
+	return permissions.TokenInfo{
+		Subject:   session.GetSubject(),
+		ClientID:  ar.GetClient().GetID(),
+		Scopes:    ar.GetGrantedScopes(),
+		UserBound: session.UserBound,
+	}, nil
+}
+
+// Admin is publicauth's admin check with permissions' errors.
+func (s permissionSeams) Admin(r *http.Request) (string, error) {
+	u, err := s.p.auth.Admin(r)
+	switch {
+	case errors.Is(err, publicauth.ErrSessionNotFound):
+		return "", permissions.ErrNoSession
+	case errors.Is(err, publicauth.ErrNotAdmin):
+		return "", permissions.ErrNotAdmin
+	case err != nil:
+		return "", err
+	}
+	return u.ID, nil
+}
+
+// UserExists looks the user up in the store.
+func (s permissionSeams) UserExists(ctx context.Context, userID string) error {
+	_, err := s.p.store.UserByID(ctx, userID)
+	if errors.Is(err, publicauth.ErrUserNotFound) {
+		return permissions.ErrUnknownUser
+	}
+	return err
+}
+
+// AppName is the client's display name.
+func (s permissionSeams) AppName(ctx context.Context, clientID string) (string, error) {
+	c, err := s.p.store.ClientByID(ctx, clientID)
+	if errors.Is(err, storage.ErrNotFound) {
+		return "", permissions.ErrUnknownClient
+	}
+	if err != nil {
+		return "", err
+	}
+	return c.Name, nil
+}

@@ -1,0 +1,93 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+
+	"github.com/gatehouse-id/gatehouse/publicauth"
+	"github.com/gatehouse-id/gatehouse/social"
+	"github.com/gatehouse-id/gatehouse/storage"
+)
+
+// newSocial builds the social login of cfg over the provider's public authentication.
+func (p *Provider) newSocial(cfg Config) (*social.Service, error) {
+	return social.New(social.Config{
+		Issuer:          cfg.Issuer,
+		Secret:          deriveKey(cfg.Secret, "social-login"),
+		InsecureCookies: !secureCookies(cfg.Issuer),
+		Upstreams:       cfg.Social.upstreams(),
+		HTTPClient:      cfg.Social.HTTPClient,
+	}, p.auth, p.auth.Identities(p.store), socialHost{p}, social.WithRandom(p.random), social.WithLogger(p.log))
+}
+
+// socialLoginData adds to the login page's data a button per enabled social provider and,
+// after a failed social login, its message.
+func (p *Provider) socialLoginData(r *http.Request, token string, data map[string]any) {
+	if buttons := p.social.Buttons(token); len(buttons) > 0 {
+		data["Social"] = buttons
+	}
+	if _, ok := data["Error"]; !ok {
+		if msg := social.LoginMessage(r.URL.Query().Get("social_error")); msg != "" {
+			data["Error"] = msg
+		}
+	}
+}
+
+// loginPage is where an authorization request paused for login sends the browser: straight
+// to the social login its `provider` parameter names (SSO interface §4 item 1), when that
+// provider is enabled, else the hosted login page.
+func (p *Provider) loginPage(form url.Values) string {
+	if path, ok := p.social.LoginURL(form.Get("provider"), ""); ok {
+		return path
+	}
+	return "/login"
+}
+
+// socialHost is the provider as the social login's social.Host. It is a separate,
+// unexported type so that its methods are not part of the Provider's API.
+type socialHost struct{ p *Provider }
+
+// CheckPausedRequest implements social.Host.
+func (h socialHost) CheckPausedRequest(ctx context.Context, token string) error {
+	_, err := h.p.store.AuthRequestByIDHash(ctx, hashToken(token), h.p.now())
+	if errors.Is(err, storage.ErrNotFound) {
+		return social.ErrRequestExpired
+	}
+	return err
+}
+
+// IsRegisteredRedirectURI implements social.Host. It reads every client: registrations are
+// few, and this runs once per social login with a return URL.
+func (h socialHost) IsRegisteredRedirectURI(ctx context.Context, uri string) (bool, error) {
+	clients, err := h.p.store.ListClients(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, c := range clients {
+		if slices.Contains(c.RedirectURIs, uri) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// CompleteLogin implements social.Host with the hosted pages' completeLogin.
+func (h socialHost) CompleteLogin(w http.ResponseWriter, r *http.Request, u *publicauth.User, method, token string) {
+	var row *storage.AuthRequest
+	if token != "" {
+		var err error
+		if row, _, _, err = h.p.pageContext(r, token); err != nil {
+			h.p.pageFailure(w, r, err)
+			return
+		}
+	}
+	h.p.completeLogin(w, r, u, method, row, token)
+}
+
+// ErrorPage implements social.Host.
+func (h socialHost) ErrorPage(w http.ResponseWriter, r *http.Request, status int, title, message string) {
+	h.p.pages.error(w, r, status, title, message)
+}

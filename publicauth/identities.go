@@ -1,0 +1,194 @@
+package publicauth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
+)
+
+// Identity is an account at a social or upstream OpenID Connect provider, as that provider
+// reported it after a successful login.
+type Identity struct {
+	// Provider names the provider: "google", "facebook" or "oidc:<name>". It becomes a login
+	// method of the linked user (User.SocialProviders, loginMethods).
+	Provider string
+	// Subject is the provider's stable id of the account (`sub`, Google's and Facebook's id).
+	Subject string
+	// Email is the address the provider reported; EmailVerified whether the provider says
+	// the account holder proved it.
+	Email         string
+	EmailVerified bool
+	// Name is the display name the provider reported; it may be empty.
+	Name string
+}
+
+// IdentityStore persists the links between provider identities and users.
+type IdentityStore interface {
+	// UserByIdentity returns the user linked to (provider, subject), or ErrIdentityNotFound.
+	UserByIdentity(ctx context.Context, provider, subject string) (*User, error)
+	// CreateUserWithIdentity inserts u and links id to it in one transaction: either both
+	// exist afterwards or neither. It returns ErrIdentityTaken when (id.Provider,
+	// id.Subject) is already linked (the unique key decides between concurrent first
+	// logins) and ErrEmailTaken when u's email is in use.
+	CreateUserWithIdentity(ctx context.Context, u *User, id Identity) error
+	// LinkIdentity links id to the user with that id and adds id.Provider to the user's
+	// SocialProviders, in one transaction, and returns the user as stored afterwards. It
+	// returns ErrUserNotFound for no such user and ErrIdentityTaken when (id.Provider,
+	// id.Subject) is already linked to any user.
+	LinkIdentity(ctx context.Context, userID string, id Identity) (*User, error)
+}
+
+// Errors of logging in with a provider identity. The social package maps them to its pages.
+var (
+	// ErrIdentityNotFound: no user is linked to that (provider, subject).
+	ErrIdentityNotFound = errors.New("identity not linked to any user")
+	// ErrIdentityTaken: that (provider, subject) is already linked to a user.
+	ErrIdentityTaken = errors.New("identity already linked")
+	// ErrEmailUnverifiedUpstream: the provider reported no email address, or one it has not
+	// verified; such an identity can neither create nor join an account.
+	ErrEmailUnverifiedUpstream = errors.New("the identity provider has not verified the email address")
+	// ErrLinkRefused: an account with the identity's email exists, but its own email is not
+	// verified, so nothing proves that its owner and the identity's are the same person.
+	ErrLinkRefused = errors.New("an account with this email exists and cannot be linked automatically")
+)
+
+// IdentityLogin is the outcome of Identities.Login.
+type IdentityLogin struct {
+	// User is the account the identity logs in to.
+	User *User
+	// Created is true when the login created User; Linked when it linked the identity to an
+	// account that existed before.
+	Created, Linked bool
+}
+
+// Identities logs users in with provider identities: it finds, links or creates the
+// account an identity belongs to. It is safe for concurrent use.
+type Identities struct {
+	s     *Service
+	store IdentityStore
+}
+
+// Identities returns the identity login of s over store. It leaves s unchanged.
+func (s *Service) Identities(store IdentityStore) *Identities {
+	return &Identities{s: s, store: store}
+}
+
+// maxLoginAttempts bounds Login's retries after losing a race with a concurrent first login.
+const maxLoginAttempts = 3
+
+// Login decides which account id logs in to. signedIn is the user of the request's current
+// public session, or nil; it never receives an identity of another email. The provider must have verified the email (else
+// ErrEmailUnverifiedUpstream). Then, in this order:
+//
+//   - an identity already linked logs in to its user;
+//   - an account with the identity's email (compared case-insensitively) gets the identity
+//     linked when that account's email is verified, or when signedIn is that account (its
+//     owner proved the password first); else the login is refused with ErrLinkRefused and
+//     nothing changes;
+//   - otherwise a new social-only account is created: no password, email verified, role
+//     user, the provider as its one login method.
+//
+// A disabled account yields ErrAccountDisabled. Two concurrent first logins of the same
+// identity end with one account: the loser of the race finds the winner's link and logs in
+// to it.
+func (ids *Identities) Login(ctx context.Context, id Identity, signedIn *User) (IdentityLogin, error) {
+	if id.Provider == "" || id.Subject == "" {
+		return IdentityLogin{}, errors.New("publicauth: identity login: empty provider or subject")
+	}
+	if !id.EmailVerified || strings.TrimSpace(id.Email) == "" {
+		return IdentityLogin{}, ErrEmailUnverifiedUpstream
+	}
+	email, err := normalizeEmail(id.Email)
+	if err != nil {
+		// An address we cannot use is as good as none.
+		return IdentityLogin{}, ErrEmailUnverifiedUpstream
+	}
+	id.Email = email
+	var lost error
+	for range maxLoginAttempts {
+		res, err := ids.login(ctx, id, signedIn)
+		if errors.Is(err, ErrIdentityTaken) || (errors.Is(err, ErrEmailTaken) && res.Created) {
+			lost = err // a concurrent login linked or created first: decide again
+			continue
+		}
+		if err != nil {
+			return IdentityLogin{}, err
+		}
+		if res.User.Status != StatusActive {
+			return IdentityLogin{}, ErrAccountDisabled
+		}
+		return res, nil
+	}
+	return IdentityLogin{}, fmt.Errorf("publicauth: identity login kept losing races: %w", lost)
+}
+
+// login is one attempt of Login. A lost race comes back as ErrIdentityTaken, or as
+// ErrEmailTaken with Created set.
+func (ids *Identities) login(ctx context.Context, id Identity, signedIn *User) (IdentityLogin, error) {
+	u, err := ids.store.UserByIdentity(ctx, id.Provider, id.Subject)
+	switch {
+	case err == nil:
+		return IdentityLogin{User: u}, nil
+	case !errors.Is(err, ErrIdentityNotFound):
+		return IdentityLogin{}, fmt.Errorf("publicauth: look up identity: %w", err)
+	}
+	u, err = ids.s.store.UserByEmail(ctx, id.Email)
+	switch {
+	case err == nil && (u.EmailVerified || (signedIn != nil && signedIn.ID == u.ID)):
+		return ids.link(ctx, u.ID, id)
+	case err == nil:
+		return IdentityLogin{}, ErrLinkRefused
+	case !errors.Is(err, ErrUserNotFound):
+		return IdentityLogin{}, fmt.Errorf("publicauth: look up user by email: %w", err)
+	}
+	u, err = ids.newSocialUser(id)
+	if err != nil {
+		return IdentityLogin{}, err
+	}
+	if err := ids.store.CreateUserWithIdentity(ctx, u, id); err != nil {
+		if errors.Is(err, ErrIdentityTaken) || errors.Is(err, ErrEmailTaken) {
+			return IdentityLogin{Created: true}, err
+		}
+		return IdentityLogin{}, fmt.Errorf("publicauth: create social user: %w", err)
+	}
+	return IdentityLogin{User: u, Created: true}, nil
+}
+
+func (ids *Identities) link(ctx context.Context, userID string, id Identity) (IdentityLogin, error) {
+	u, err := ids.store.LinkIdentity(ctx, userID, id)
+	if err != nil {
+		if errors.Is(err, ErrIdentityTaken) {
+			return IdentityLogin{}, err
+		}
+		return IdentityLogin{}, fmt.Errorf("publicauth: link identity: %w", err)
+	}
+	return IdentityLogin{User: u, Linked: true}, nil
+}
+
+// newSocialUser builds the account a first login with id creates. A missing or unusable
+// name falls back to the local part of the email.
+func (ids *Identities) newSocialUser(id Identity) (*User, error) {
+	name, err := normalizeName(id.Name)
+	if err != nil {
+		name, _, _ = strings.Cut(id.Email, "@")
+	}
+	uid, err := uuid.NewRandomFromReader(ids.s.random)
+	if err != nil {
+		return nil, fmt.Errorf("publicauth: new user id: %w", err)
+	}
+	now := ids.s.now()
+	return &User{
+		ID:              uid.String(),
+		Email:           id.Email,
+		EmailVerified:   true,
+		Name:            name,
+		Role:            RoleUser,
+		Status:          StatusActive,
+		SocialProviders: []string{id.Provider},
+		CreatedAt:       now,
+		UpdatedAt:       now,
+	}, nil
+}

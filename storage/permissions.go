@@ -1,0 +1,231 @@
+package storage
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/gatehouse-id/gatehouse/permissions"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+var _ permissions.Store = (*Store)(nil)
+
+type permissionModel struct {
+	UserID      string `gorm:"primaryKey"`
+	ClientID    string `gorm:"primaryKey"`
+	Status      string
+	Role        string
+	HasAccess   bool
+	RequestedAt *time.Time
+	GrantedAt   *time.Time
+	GrantedBy   string
+	CreatedAt   time.Time `gorm:"autoCreateTime:false"`
+	UpdatedAt   time.Time `gorm:"autoUpdateTime:false"`
+}
+
+func (permissionModel) TableName() string { return "permissions" }
+
+func (m *permissionModel) toRecord() *permissions.Record {
+	return &permissions.Record{
+		UserID: m.UserID, ClientID: m.ClientID, Status: m.Status, Role: m.Role, HasAccess: m.HasAccess,
+		RequestedAt: timePtrUTC(m.RequestedAt), GrantedAt: timePtrUTC(m.GrantedAt), GrantedBy: m.GrantedBy,
+		CreatedAt: timeUTC(m.CreatedAt), UpdatedAt: timeUTC(m.UpdatedAt),
+	}
+}
+
+type permissionAuditModel struct {
+	ID           string `gorm:"primaryKey"`
+	UserID       string
+	ClientID     string
+	ActorType    string
+	ActorID      string
+	Action       string
+	BeforeRecord *string
+	AfterRecord  string
+	At           time.Time
+}
+
+func (permissionAuditModel) TableName() string { return "permission_audit" }
+
+// InTx runs fn in one transaction carried by the context it receives (a savepoint inside
+// the transaction ctx already carries): committed when fn returns nil, rolled back when it
+// returns an error, which InTx returns unchanged.
+func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context) error) error {
+	txCtx, err := s.BeginTX(ctx)
+	if err != nil {
+		return err
+	}
+	if err := fn(txCtx); err != nil {
+		if rbErr := s.Rollback(txCtx); rbErr != nil {
+			s.log.WarnContext(ctx, "storage: rollback failed", "error", rbErr)
+		}
+		return err
+	}
+	return s.Commit(txCtx)
+}
+
+// Permission returns the record of (userID, clientID) without AppName, or
+// permissions.ErrNoRecord. Inside a transaction on Postgres it takes the row lock
+// (SELECT … FOR UPDATE); SQLite's transactions already hold the database's write lock
+// (BEGIN IMMEDIATE), so changes of one pair never interleave on either database.
+func (s *Store) Permission(ctx context.Context, userID, clientID string) (*permissions.Record, error) {
+	db := s.conn(ctx)
+	if s.dialect == dialectPostgres && s.txFrom(ctx) != nil {
+		db = db.Clauses(clause.Locking{Strength: "UPDATE"})
+	}
+	var m permissionModel
+	if err := db.Take(&m, "user_id = ? AND client_id = ?", userID, clientID).Error; err != nil {
+		if isNotFound(err) {
+			return nil, permissions.ErrNoRecord
+		}
+		return nil, fmt.Errorf("storage: get permission: %w", err)
+	}
+	return m.toRecord(), nil
+}
+
+// SavePermission inserts r (created) or updates the record of (r.UserID, r.ClientID) to r.
+// An insert that collides with a record inserted meanwhile returns
+// permissions.ErrRecordExists (in a savepoint, so ctx's transaction stays usable); one for a
+// missing user or client returns permissions.ErrUnknownUser or ErrUnknownClient. An update
+// of a missing record returns permissions.ErrNoRecord.
+func (s *Store) SavePermission(ctx context.Context, r *permissions.Record, created bool) error {
+	m := permissionModel{
+		UserID: r.UserID, ClientID: r.ClientID, Status: r.Status, Role: r.Role, HasAccess: r.HasAccess,
+		RequestedAt: utcPtr(r.RequestedAt), GrantedAt: utcPtr(r.GrantedAt), GrantedBy: r.GrantedBy,
+		CreatedAt: utc(r.CreatedAt), UpdatedAt: utc(r.UpdatedAt),
+	}
+	if created {
+		err := s.guarded(ctx, func(db *gorm.DB) error { return db.Create(&m).Error })
+		switch {
+		case err == nil:
+			return nil
+		case isDuplicate(err):
+			return permissions.ErrRecordExists
+		case isForeignKey(err):
+			return s.missingReference(ctx, r.UserID)
+		}
+		return fmt.Errorf("storage: insert permission: %w", err)
+	}
+	res := s.conn(ctx).Model(&permissionModel{}).
+		Where("user_id = ? AND client_id = ?", r.UserID, r.ClientID).
+		Updates(map[string]any{
+			"status": m.Status, "role": m.Role, "has_access": m.HasAccess, "requested_at": m.RequestedAt,
+			"granted_at": m.GrantedAt, "granted_by": m.GrantedBy, "updated_at": m.UpdatedAt,
+		})
+	switch {
+	case res.Error != nil:
+		return fmt.Errorf("storage: update permission: %w", res.Error)
+	case res.RowsAffected == 0:
+		return permissions.ErrNoRecord
+	}
+	return nil
+}
+
+// missingReference tells which foreign key of a permission insert failed.
+func (s *Store) missingReference(ctx context.Context, userID string) error {
+	var n int64
+	if err := s.conn(ctx).Model(&userModel{}).Where("id = ?", userID).Count(&n).Error; err != nil {
+		return fmt.Errorf("storage: insert permission: tell the missing reference apart: %w", err)
+	}
+	if n == 0 {
+		return permissions.ErrUnknownUser
+	}
+	return permissions.ErrUnknownClient
+}
+
+// AddAuditEntry appends e to the audit log; Before and After are stored as the JSON of
+// permissions.Record.
+func (s *Store) AddAuditEntry(ctx context.Context, e *permissions.AuditEntry) error {
+	after, err := json.Marshal(e.After)
+	if err != nil {
+		return fmt.Errorf("storage: encode audit entry: %w", err)
+	}
+	m := permissionAuditModel{
+		ID: e.ID, UserID: e.UserID, ClientID: e.ClientID, ActorType: e.Actor.Kind, ActorID: e.Actor.ID,
+		Action: e.Action, AfterRecord: string(after), At: utc(e.At),
+	}
+	if e.Before != nil {
+		before, err := json.Marshal(e.Before)
+		if err != nil {
+			return fmt.Errorf("storage: encode audit entry: %w", err)
+		}
+		text := string(before)
+		m.BeforeRecord = &text
+	}
+	if err := s.conn(ctx).Create(&m).Error; err != nil {
+		return fmt.Errorf("storage: add audit entry: %w", err)
+	}
+	return nil
+}
+
+// afterKeyset restricts db to rows after the cursor in the order (timeCol, keyCol).
+func afterKeyset(db *gorm.DB, timeCol, keyCol string, after permissions.Cursor) *gorm.DB {
+	if after.IsZero() {
+		return db
+	}
+	at := utc(after.At)
+	return db.Where(timeCol+" > ? OR ("+timeCol+" = ? AND "+keyCol+" > ?)", at, at, after.Key)
+}
+
+// ListPermissions returns up to limit records of clientID (of that status, unless status is
+// empty) after the cursor, ordered by (CreatedAt, UserID); AppName is left empty.
+func (s *Store) ListPermissions(ctx context.Context, clientID, status string, after permissions.Cursor, limit int) ([]*permissions.Record, error) {
+	db := s.conn(ctx).Where("client_id = ?", clientID)
+	if status != "" {
+		db = db.Where("status = ?", status)
+	}
+	var ms []permissionModel
+	err := afterKeyset(db, "created_at", "user_id", after).Order("created_at, user_id").Limit(limit).Find(&ms).Error
+	if err != nil {
+		return nil, fmt.Errorf("storage: list permissions: %w", err)
+	}
+	out := make([]*permissions.Record, 0, len(ms))
+	for i := range ms {
+		out = append(out, ms[i].toRecord())
+	}
+	return out, nil
+}
+
+// ListAuditEntries returns up to limit audit entries matching f after the cursor, ordered
+// by (At, ID).
+func (s *Store) ListAuditEntries(ctx context.Context, f permissions.AuditFilter, after permissions.Cursor, limit int) ([]*permissions.AuditEntry, error) {
+	db := s.conn(ctx)
+	if f.UserID != "" {
+		db = db.Where("user_id = ?", f.UserID)
+	}
+	if f.ClientID != "" {
+		db = db.Where("client_id = ?", f.ClientID)
+	}
+	var ms []permissionAuditModel
+	if err := afterKeyset(db, "at", "id", after).Order("at, id").Limit(limit).Find(&ms).Error; err != nil {
+		return nil, fmt.Errorf("storage: list audit entries: %w", err)
+	}
+	out := make([]*permissions.AuditEntry, 0, len(ms))
+	for i := range ms {
+		e, err := ms[i].toEntry()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+func (m *permissionAuditModel) toEntry() (*permissions.AuditEntry, error) {
+	e := &permissions.AuditEntry{
+		ID: m.ID, UserID: m.UserID, ClientID: m.ClientID, Action: m.Action, At: timeUTC(m.At),
+		Actor: permissions.Actor{Kind: m.ActorType, ID: m.ActorID},
+	}
+	if err := json.Unmarshal([]byte(m.AfterRecord), &e.After); err != nil {
+		return nil, fmt.Errorf("storage: decode audit entry %s: %w", m.ID, err)
+	}
+	if m.BeforeRecord != nil {
+		if err := json.Unmarshal([]byte(*m.BeforeRecord), &e.Before); err != nil {
+			return nil, fmt.Errorf("storage: decode audit entry %s: %w", m.ID, err)
+		}
+	}
+	return e, nil
+}
