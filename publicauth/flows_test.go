@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"testing"
@@ -43,24 +42,14 @@ func (e *env) pin(t *testing.T, addr string) string {
 	return pin
 }
 
-// noMailTo fails the test when any mail was sent to addr, once background mail is out.
-func (e *env) noMailTo(t *testing.T, addr string) {
+// wantMails fails the test unless want mails in all were sent to addr, once background mail
+// is out.
+func (e *env) wantMails(t *testing.T, addr string, want int) {
 	t.Helper()
 	e.svc.Wait()
-	if n := e.smtp.Count(addr); n != 0 {
-		t.Errorf("%d mails sent to %s, want none", n, addr)
+	if n := e.smtp.Count(addr); n != want {
+		t.Errorf("%d mails sent to %s, want %d", n, addr, want)
 	}
-}
-
-// sessionCookie starts a session of kind for u through the service, as the provider's
-// magic-login page does, and returns its cookie.
-func (e *env) sessionCookie(t *testing.T, u *publicauth.User, kind, method string) *http.Cookie {
-	t.Helper()
-	rec := httptest.NewRecorder()
-	if _, err := e.svc.StartSession(context.Background(), rec, u, kind, method); err != nil {
-		t.Fatalf("StartSession: %v", err)
-	}
-	return rec.Result().Cookies()[0]
 }
 
 // wantSessionOf fails the test unless GET path with c answers 200 for the user with email.
@@ -107,9 +96,7 @@ func TestRegisterVerifyAndMagicLink(t *testing.T) {
 		if _, err := e.svc.VerifyEmail(ctx, token); !errors.Is(err, publicauth.ErrInvalidToken) {
 			t.Errorf("VerifyEmail again = %v, want ErrInvalidToken", err)
 		}
-		if n := e.smtp.Count("Alice@Example.com"); n != 1 {
-			t.Errorf("%d mails sent, want only the verification", n)
-		}
+		e.wantMails(t, "Alice@Example.com", 1) // the verification only
 
 		res = e.postJSON(t, "/api/public/request-magic-link", map[string]string{"email": "ALICE@example.com", "redirect_uri": appRedirectURI})
 		wantStatus(t, res, http.StatusOK)
@@ -126,7 +113,7 @@ func TestRegisterVerifyAndMagicLink(t *testing.T) {
 		if e.svc.PINRequired(u) {
 			t.Errorf("PINRequired = true for a user without the PIN gate")
 		}
-		c := e.sessionCookie(t, u, publicauth.SessionPublic, publicauth.MethodMagicLink)
+		c := startSession(t, e.svc, u, publicauth.SessionPublic)
 		e.wantSessionOf(t, "/api/public/session", c, "Alice@Example.com")
 		if _, _, err := e.svc.ConsumeMagicLink(ctx, token); !errors.Is(err, publicauth.ErrInvalidToken) {
 			t.Errorf("ConsumeMagicLink again = %v, want ErrInvalidToken", err)
@@ -262,7 +249,7 @@ func TestPINLogin(t *testing.T) {
 	})
 }
 
-func TestAdminSession(t *testing.T) {
+func TestAdminLoginAndSSOValidate(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
 		newAdmin := func(t *testing.T, e *env, pin bool) *publicauth.User {
 			t.Helper()
@@ -332,7 +319,7 @@ func TestAdminSession(t *testing.T) {
 			admin := newAdmin(t, e, false)
 			e.register(t, "pat@example.com", "correct horse battery", "Pat")
 			pub := e.login(t, "pat@example.com", "correct horse battery")
-			adm := e.sessionCookie(t, admin, publicauth.SessionAdmin, publicauth.MethodPassword)
+			adm := startSession(t, e.svc, admin, publicauth.SessionAdmin)
 			res := e.do(t, http.MethodGet, "/api/sso/validate", "", "", pub, adm)
 			wantStatus(t, res, http.StatusOK)
 			if body := res.json(t); body["sessionType"] != "admin" {
@@ -400,8 +387,8 @@ func TestResendVerification(t *testing.T) {
 			wantBody(t, res, verificationBody)
 		}
 		second := e.linkToken(t, "gus@example.com", publicauth.PathVerifyEmail)
-		e.noMailTo(t, "hal@example.com")
-		e.noMailTo(t, "nobody@example.com")
+		e.wantMails(t, "hal@example.com", 0)
+		e.wantMails(t, "nobody@example.com", 0)
 		// Both links work until one is used: the first click wins, the other is then moot.
 		if _, err := e.svc.VerifyEmail(ctx, second); err != nil {
 			t.Fatalf("VerifyEmail(second): %v", err)
