@@ -42,3 +42,9 @@ func BreachedPasswords(t testing.TB) map[string]struct{} {
 	}
 	return set
 }
+
+// NewMailTemplates exposes newMailTemplates.
+var NewMailTemplates = newMailTemplates
+
+// Render exposes render.
+func (t *mailTemplates) Render(kind string, d MailData) (Message, error) { return t.render(kind, d) }
