@@ -5,8 +5,13 @@
 // lockout, and the JSON endpoints under /api/public/*, /api/admin/login|logout and
 // /api/sso/validate of the SSO interface.
 //
+// Mail (email verification, magic links, PINs, password reset) goes through a Mailer:
+// SMTPMailer when an SMTP server is configured, else NewLogMailer's, which logs it. Its
+// subjects and bodies come from embedded templates (mailtemplates/) that a deployer may
+// replace file by file.
+//
 // The package declares the storage it needs as small interfaces gathered in Store; package
-// storage implements them. Attempt counting is a Limiter (package ratelimit) and mail a
-// Mailer, both injected. It imports nothing else of Gatehouse, so the provider and the
-// social and permissions packages can build on it.
+// storage implements them. Attempt counting is a Limiter (package ratelimit), injected like
+// the Mailer. It imports nothing else of Gatehouse, so the provider and the social and
+// permissions packages can build on it.
 package publicauth

@@ -1,14 +1,18 @@
 package publicauth
 
-import "io"
+import (
+	"io"
+	"testing"
+)
 
 // Internals reached by the external tests (package publicauth_test).
 
 var (
-	CheckPassword     = checkPassword
-	VerifyPassword    = verifyPassword
-	ErrMalformedHash  = errMalformedHash
-	DummyPasswordHash = dummyPasswordHash
+	CheckPassword        = checkPassword
+	CheckAccountPassword = checkAccountPassword
+	VerifyPassword       = verifyPassword
+	ErrMalformedHash     = errMalformedHash
+	DummyPasswordHash    = dummyPasswordHash
 )
 
 // HashPassword hashes pw with the given argon2id parameters.
@@ -27,3 +31,20 @@ func PasswordHashParams(encoded string) (memory, time uint32, threads uint8, err
 	p, _, _, err := decodePHC(encoded)
 	return p.memory, p.time, p.threads, err
 }
+
+// BreachedPasswords returns the embedded breached-password set, failing t when it does not
+// load.
+func BreachedPasswords(t testing.TB) map[string]struct{} {
+	t.Helper()
+	set, err := breachedPasswords()
+	if err != nil {
+		t.Fatalf("load breached-password list: %v", err)
+	}
+	return set
+}
+
+// NewMailTemplates exposes newMailTemplates.
+var NewMailTemplates = newMailTemplates
+
+// Render exposes render.
+func (t *mailTemplates) Render(kind string, d MailData) (Message, error) { return t.render(kind, d) }

@@ -101,6 +101,18 @@ func TestRegister(t *testing.T) {
 				wantBody:   `{"error":"Bad Request","message":"password must be at least 8 characters"}`,
 			},
 			{
+				name: "400 for a breached password", contentType: "application/json",
+				body:       `{"email":"alice@example.com","password":"Password123","name":"Alice"}`,
+				wantStatus: http.StatusBadRequest,
+				wantBody:   `{"error":"Bad Request","message":"password is too common: it appears in lists of breached passwords"}`,
+			},
+			{
+				name: "400 for a password containing the email", contentType: "application/json",
+				body:       `{"email":"alice@example.com","password":"my Alice@Example.com!","name":"Alice"}`,
+				wantStatus: http.StatusBadRequest,
+				wantBody:   `{"error":"Bad Request","message":"password must not be or contain your email address"}`,
+			},
+			{
 				name: "400 for a missing name", contentType: "application/json",
 				body:       `{"email":"alice@example.com","password":"correct horse"}`,
 				wantStatus: http.StatusBadRequest,

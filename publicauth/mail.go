@@ -9,7 +9,9 @@ import (
 // rendered from the mail templates.
 type Message struct {
 	// To is the recipient's bare address.
-	To      string
+	To string
+	// Subject is one line: SMTPMailer refuses a subject with CR or LF (header injection),
+	// and the mail templates render every subject as one line.
 	Subject string
 	// Text is the plain-text body; HTML the HTML alternative (may be empty).
 	Text string
@@ -18,7 +20,8 @@ type Message struct {
 
 // Mailer delivers messages. Send returns once the message was handed to the mail system (an
 // SMTP server's 250 after DATA), or with the reason it could not be. Implementations must be
-// safe for concurrent use. NewSMTPMailer and NewLogMailer are the two the package ships.
+// safe for concurrent use. NewSMTPMailer and NewLogMailer are the two the package ships;
+// package smtptest runs a real SMTP server for tests of code that sends mail.
 type Mailer interface {
 	Send(ctx context.Context, m Message) error
 }
@@ -41,7 +44,7 @@ type MailData struct {
 	Link string
 	// PIN is the one-time PIN of a MailPIN message; empty otherwise.
 	PIN string
-	// ExpiresIn is how long Link or PIN stays usable.
+	// ExpiresIn is how long Link or PIN stays usable; templates print it with ExpiresInWords.
 	ExpiresIn time.Duration
 	// ServiceName names the deployment in subjects and greetings (Config.ServiceName).
 	ServiceName string

@@ -1,13 +1,18 @@
 package publicauth
 
 import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
 	"crypto/subtle"
+	_ "embed" // the breached-password list
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"golang.org/x/crypto/argon2"
@@ -48,11 +53,21 @@ const (
 // does. It must carry defaultArgon2()'s parameters; a test pins that.
 const dummyPasswordHash = "$argon2id$v=19$m=19456,t=2,p=1$Z2F0ZWhvdXNlLWR1bW15IQ$GNcqbMJfvD4Mr8smgLwv+vP2RISqIMimgfXKg6Ha7mM"
 
-// Password rules (NIST SP 800-63B §5.1.1.2): at least 8 characters, and long passphrases
-// allowed; the byte cap only bounds the work one request can ask for.
+// Password rules (NIST SP 800-63B §5.1.1.2): at least 8 characters, long passphrases allowed
+// (the byte cap is far above the 64 characters NIST says must be accepted, even at 4 bytes a
+// character, and only bounds the work one request can ask for), no composition rules, and no
+// password found in breach corpora, a single repeated character, or the account's email.
 const (
 	minPasswordChars = 8
 	maxPasswordBytes = 1024
+)
+
+// Reasons of the *InputError for a password the rule refuses; the JSON API answers
+// "password <reason>".
+const (
+	reasonPasswordBreached = "is too common: it appears in lists of breached passwords"
+	reasonPasswordRepeated = "must not be one character repeated"
+	reasonPasswordIsEmail  = "must not be or contain your email address"
 )
 
 // errMalformedHash reports a stored password hash that is not an argon2id PHC string this
@@ -60,7 +75,8 @@ const (
 var errMalformedHash = errors.New("malformed argon2id password hash")
 
 // checkPassword reports whether pw may be set as a password. It returns an *InputError for
-// field "password" saying which rule pw breaks, or nil.
+// field "password" saying which rule pw breaks, or nil. An error of another type means the
+// embedded breached-password list could not be read (a broken build), never a user mistake.
 func checkPassword(pw string) error {
 	switch {
 	case pw == "":
@@ -71,9 +87,66 @@ func checkPassword(pw string) error {
 		return &InputError{Field: "password", Reason: fmt.Sprintf("must be at least %d characters", minPasswordChars)}
 	case len(pw) > maxPasswordBytes:
 		return &InputError{Field: "password", Reason: fmt.Sprintf("must be at most %d bytes", maxPasswordBytes)}
+	case oneRuneRepeated(pw):
+		return &InputError{Field: "password", Reason: reasonPasswordRepeated}
+	}
+	breached, err := breachedPasswords()
+	if err != nil {
+		return err
+	}
+	if _, found := breached[strings.ToLower(pw)]; found {
+		return &InputError{Field: "password", Reason: reasonPasswordBreached}
 	}
 	return nil
 }
+
+// checkAccountPassword is checkPassword for the account with address email: it also refuses
+// a password that contains the address or equals its local part (NIST SP 800-63B §5.1.1.2
+// "context-specific words"), compared case-insensitively.
+func checkAccountPassword(pw, email string) error {
+	if err := checkPassword(pw); err != nil {
+		return err
+	}
+	lpw, lemail := strings.ToLower(pw), strings.ToLower(email)
+	local, _, _ := strings.Cut(lemail, "@")
+	if lemail != "" && (strings.Contains(lpw, lemail) || lpw == local) {
+		return &InputError{Field: "password", Reason: reasonPasswordIsEmail}
+	}
+	return nil
+}
+
+// oneRuneRepeated reports whether pw is a single character repeated ("aaaaaaaa").
+func oneRuneRepeated(pw string) bool {
+	first, _ := utf8.DecodeRuneInString(pw)
+	return strings.Trim(pw, string(first)) == ""
+}
+
+// breachedPasswordsGz is the list of breached passwords the rule refuses: lower-case, one a
+// line, gzip-compressed. breached/README.md says where it comes from and how to regenerate
+// it.
+//
+//go:generate go run breached/generate.go -in=$GATEHOUSE_PASSWORD_LIST -out breached/passwords.txt.gz
+//go:embed breached/passwords.txt.gz
+var breachedPasswordsGz []byte
+
+// breachedPasswords returns the embedded list as a set, decompressed on first use (about
+// 100,000 entries, a few MB) and shared, read-only, by every Service in the process: it is
+// an immutable table built lazily, not state.
+var breachedPasswords = sync.OnceValues(func() (map[string]struct{}, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(breachedPasswordsGz))
+	if err != nil {
+		return nil, fmt.Errorf("publicauth: read breached-password list: %w", err)
+	}
+	set := make(map[string]struct{}, 100000)
+	lines := bufio.NewScanner(zr)
+	for lines.Scan() {
+		set[lines.Text()] = struct{}{}
+	}
+	if err := lines.Err(); err != nil {
+		return nil, fmt.Errorf("publicauth: read breached-password list: %w", err)
+	}
+	return set, nil
+})
 
 // hashPassword derives an argon2id hash of pw under p with a fresh salt read from random and
 // returns it as a PHC string: $argon2id$v=19$m=<KiB>,t=<passes>,p=<lanes>$<salt>$<key>, salt

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/gatehouse-id/gatehouse/publicauth"
 )
@@ -129,15 +130,24 @@ func TestCheckPassword(t *testing.T) {
 		pw         string
 		wantReason string // empty: accepted
 	}{
-		{"8 ASCII characters accepted", "abcdefgh", ""},
+		{"8 ASCII characters accepted", "k7#Vq2!m", ""},
 		{"8 multi-byte characters accepted", "äöüßäöüß", ""},
-		{"1024 bytes accepted", strings.Repeat("x", 1024), ""},
+		{"random strong password accepted", "Tq9$wL2v!Rz8#pX4", ""},
+		{"64-character passphrase accepted", "correct horse battery staple, said the tortoise to the archer!!!", ""},
+		{"1024 bytes accepted", strings.Repeat("xy", 512), ""},
 		{"spaces kept and counted", "  a b c ", ""},
+		{"no composition rule: lower-case words accepted", "plum kettle quarry", ""},
 		{"empty refused", "", "is required"},
-		{"7 characters refused", "abcdefg", "must be at least 8 characters"},
+		{"7 characters refused", "k7#Vq2!", "must be at least 8 characters"},
 		{"7 multi-byte characters refused", "äöüßäöü", "must be at least 8 characters"},
-		{"1025 bytes refused", strings.Repeat("x", 1025), "must be at most 1024 bytes"},
+		{"1025 bytes refused", strings.Repeat("xy", 512) + "z", "must be at most 1024 bytes"},
 		{"invalid UTF-8 refused", "abcdefgh\xff", "must be valid UTF-8"},
+		{"breached password123 refused", "password123", "is too common: it appears in lists of breached passwords"},
+		{"breached qwertyuiop refused", "qwertyuiop", "is too common: it appears in lists of breached passwords"},
+		{"breached password compared case-insensitively", "QwertyUIOP", "is too common: it appears in lists of breached passwords"},
+		{"breached 12345678 refused", "12345678", "is too common: it appears in lists of breached passwords"},
+		{"one character repeated refused", "aaaaaaaaaaaa", "must not be one character repeated"},
+		{"one multi-byte character repeated refused", "ßßßßßßßß", "must not be one character repeated"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := publicauth.CheckPassword(tc.pw)
@@ -155,5 +165,50 @@ func TestCheckPassword(t *testing.T) {
 				t.Errorf("CheckPassword = {%q, %q}, want {%q, %q}", inErr.Field, inErr.Reason, "password", tc.wantReason)
 			}
 		})
+	}
+}
+
+func TestCheckAccountPassword(t *testing.T) {
+	const email = "Alice.Liddell@example.com"
+	for _, tc := range []struct {
+		name       string
+		pw         string
+		wantReason string // empty: accepted
+	}{
+		{"unrelated password accepted", "plum kettle quarry", ""},
+		{"password containing the local part and more accepted", "alice.liddell rides again", ""},
+		{"the email refused", "alice.liddell@example.com", "must not be or contain your email address"},
+		{"the email in another case inside the password refused", "1 ALICE.LIDDELL@EXAMPLE.COM 2", "must not be or contain your email address"},
+		{"the local part refused", "Alice.Liddell", "must not be or contain your email address"},
+		{"the general rule still applies", "password123", "is too common: it appears in lists of breached passwords"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := publicauth.CheckAccountPassword(tc.pw, email)
+			if tc.wantReason == "" {
+				if err != nil {
+					t.Errorf("CheckAccountPassword = %v, want nil", err)
+				}
+				return
+			}
+			var inErr *publicauth.InputError
+			if !errors.As(err, &inErr) {
+				t.Fatalf("CheckAccountPassword = %v, want *InputError", err)
+			}
+			if inErr.Field != "password" || inErr.Reason != tc.wantReason {
+				t.Errorf("CheckAccountPassword = {%q, %q}, want {%q, %q}", inErr.Field, inErr.Reason, "password", tc.wantReason)
+			}
+		})
+	}
+}
+
+func TestBreachedPasswordListIsLargeAndNormalised(t *testing.T) {
+	list := publicauth.BreachedPasswords(t)
+	if n := len(list); n < 50000 || n > 150000 {
+		t.Errorf("breached-password list has %d entries, want 50,000 to 150,000", n)
+	}
+	for pw := range list {
+		if pw != strings.ToLower(pw) || utf8.RuneCountInString(pw) < 8 {
+			t.Fatalf("list entry %q: want lower-case entries of at least 8 characters", pw)
+		}
 	}
 }

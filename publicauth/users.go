@@ -53,7 +53,7 @@ func (s *Service) createUser(ctx context.Context, in UserInput) (*User, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkPassword(in.Password); err != nil {
+	if err := checkAccountPassword(in.Password, email); err != nil {
 		return nil, err
 	}
 	name, err := normalizeName(in.Name)
