@@ -206,6 +206,28 @@ func TestAbuse(t *testing.T) {
 				wantBody:   `{"error":"Bad Request","message":"password must be at least 8 characters"}`,
 			},
 			{
+				name: "breached password on reset: 400 with the reason, the link still usable",
+				run: func(t *testing.T, e *env) response {
+					token := resetToken(t, e, "sue@example.com", password)
+					res := e.postJSON(t, "/api/public/reset-password", map[string]string{"token": token, "password": "password123"})
+					wantStatus(t, e.postJSON(t, "/api/public/reset-password", map[string]string{"token": token, "password": "a brand new passphrase"}), http.StatusOK)
+					return res
+				},
+				wantStatus: http.StatusBadRequest,
+				wantBody:   `{"error":"Bad Request","message":"password is too common: it appears in lists of breached passwords"}`,
+			},
+			{
+				name: "password containing the address on reset: 400, the link still usable",
+				run: func(t *testing.T, e *env) response {
+					token := resetToken(t, e, "sue@example.com", password)
+					res := e.postJSON(t, "/api/public/reset-password", map[string]string{"token": token, "password": "my sue@example.com pw"})
+					wantStatus(t, e.postJSON(t, "/api/public/reset-password", map[string]string{"token": token, "password": "a brand new passphrase"}), http.StatusOK)
+					return res
+				},
+				wantStatus: http.StatusBadRequest,
+				wantBody:   `{"error":"Bad Request","message":"password must not be or contain your email address"}`,
+			},
+			{
 				name: "non-admin on admin login: 403",
 				run: func(t *testing.T, e *env) response {
 					verified(t, e, "tom@example.com", password)
