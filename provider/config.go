@@ -155,7 +155,7 @@ func (cfg Config) withDefaults() (Config, error) {
 		}
 	}
 	var err error
-	if cfg.PublicAuth, err = cfg.PublicAuth.withDefaults(); err != nil {
+	if cfg.PublicAuth, err = cfg.PublicAuth.withDefaults(cfg.Issuer); err != nil {
 		errs = append(errs, err)
 	}
 	if cfg.Permissions, err = cfg.Permissions.withDefaults(); err != nil {
