@@ -1,0 +1,145 @@
+package ratelimit
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Sweeping: expired windows are dropped in a sweep of the whole table, run inline (there is
+// no background goroutine, so a Memory needs no Close). A sweep runs once the operations
+// since the last one reach the number of windows that sweep left (at least minSweepOps):
+// its cost stays constant per operation on average, and the table holds at most about twice
+// its live windows (plus minSweepOps).
+const (
+	minSweepOps = 1024
+	// fullSweepInterval spaces the sweeps forced by a full table, so that a flood of new
+	// keys cannot make every Hit scan the whole table.
+	fullSweepInterval = time.Second
+)
+
+// Memory is a Limiter that keeps its counts in this process: right for a single node, since
+// replicas would each count apart. It is safe for concurrent use; its memory is bounded by
+// WithMaxKeys. The zero Memory is not usable; call NewMemory.
+type Memory struct {
+	now     func() time.Time
+	maxKeys int
+
+	mu        sync.Mutex
+	windows   map[string]memoryWindow
+	opsSince  int       // operations since the last sweep
+	sweepAt   int       // opsSince that calls for the next sweep
+	fullUntil time.Time // while the table is full, new keys are refused before this instant
+}
+
+// memoryWindow is one key's current window.
+type memoryWindow struct {
+	count int
+	end   time.Time
+}
+
+// NewMemory returns an empty Memory. It takes WithClock and WithMaxKeys.
+func NewMemory(opts ...Option) *Memory {
+	c := newConfig(opts)
+	return &Memory{now: c.clock, maxKeys: c.maxKeys, windows: make(map[string]memoryWindow), sweepAt: minSweepOps}
+}
+
+// Hit records one attempt under key and reports whether key's current window, this attempt
+// included, holds at most limit attempts; when it does not, retryAfter is the time until the
+// window ends, in whole seconds and at least one. When the table is full (WithMaxKeys), a new
+// key is refused without being recorded. The only error is ErrInvalidWindow.
+func (m *Memory) Hit(_ context.Context, key string, limit int, window time.Duration) (bool, time.Duration, error) {
+	if window <= 0 {
+		return false, 0, ErrInvalidWindow
+	}
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.maybeSweep(now)
+	w, held := m.windows[key]
+	if !held || !now.Before(w.end) {
+		if !held && !m.makeRoom(now) {
+			return false, retryAfter(m.fullUntil.Sub(now)), nil
+		}
+		w = memoryWindow{end: now.Add(window)}
+	}
+	w.count++
+	m.windows[key] = w
+	if w.count <= limit {
+		return true, 0, nil
+	}
+	return false, retryAfter(w.end.Sub(now)), nil
+}
+
+// Exceeded reports, without recording anything, whether key's current window already holds
+// limit or more attempts, and if so the time until it ends (whole seconds, at least one). The
+// only error is ErrInvalidWindow.
+func (m *Memory) Exceeded(_ context.Context, key string, limit int, window time.Duration) (bool, time.Duration, error) {
+	if window <= 0 {
+		return false, 0, ErrInvalidWindow
+	}
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.maybeSweep(now)
+	w, held := m.windows[key]
+	if !held || !now.Before(w.end) || w.count < limit {
+		return false, 0, nil
+	}
+	return true, retryAfter(w.end.Sub(now)), nil
+}
+
+// Reset forgets every attempt recorded under key. It never fails.
+func (m *Memory) Reset(_ context.Context, key string) error {
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.maybeSweep(now)
+	delete(m.windows, key)
+	return nil
+}
+
+// maybeSweep counts one operation and sweeps when enough have passed. m.mu is held.
+func (m *Memory) maybeSweep(now time.Time) {
+	m.opsSince++
+	if m.opsSince >= m.sweepAt {
+		m.sweep(now)
+	}
+}
+
+// makeRoom reports whether a new key may be added, sweeping a full table when that could
+// free room. m.mu is held.
+func (m *Memory) makeRoom(now time.Time) bool {
+	if len(m.windows) < m.maxKeys {
+		return true
+	}
+	if now.Before(m.fullUntil) {
+		return false
+	}
+	earliest := m.sweep(now)
+	if len(m.windows) < m.maxKeys {
+		return true
+	}
+	// No room before the earliest window ends, nor before the next sweep is allowed.
+	m.fullUntil = earliest
+	if next := now.Add(fullSweepInterval); next.After(earliest) {
+		m.fullUntil = next
+	}
+	return false
+}
+
+// sweep drops the windows that have ended by now and returns the earliest end among those
+// left (the zero time when none is). m.mu is held.
+func (m *Memory) sweep(now time.Time) time.Time {
+	var earliest time.Time
+	for key, w := range m.windows {
+		switch {
+		case !now.Before(w.end):
+			delete(m.windows, key)
+		case earliest.IsZero() || w.end.Before(earliest):
+			earliest = w.end
+		}
+	}
+	m.opsSince, m.sweepAt = 0, max(minSweepOps, len(m.windows))
+	return earliest
+}

@@ -1,0 +1,95 @@
+package ratelimit
+
+import (
+	"errors"
+	"time"
+)
+
+// Defaults of the options.
+const (
+	// DefaultMaxKeys is how many keys a Memory holds at most (see WithMaxKeys). An entry
+	// costs its key plus about 100 bytes, so the default bounds a Memory to a few hundred MB
+	// even under a flood of distinct keys.
+	DefaultMaxKeys = 1_000_000
+	// DefaultPrefix starts every Redis key a Redis limiter writes (see WithPrefix).
+	DefaultPrefix = "gatehouse:ratelimit:"
+	// DefaultTimeout bounds each call a Redis limiter makes (see WithTimeout).
+	DefaultTimeout = 500 * time.Millisecond
+)
+
+// ErrInvalidWindow is returned by Hit and Exceeded for a window that is not positive.
+var ErrInvalidWindow = errors.New("ratelimit: the window must be positive")
+
+// Option configures a Memory or a Redis limiter; each option says which it applies to, and
+// the other one ignores it.
+type Option func(*config)
+
+type config struct {
+	clock   func() time.Time
+	maxKeys int
+	prefix  string
+	timeout time.Duration
+}
+
+func newConfig(opts []Option) config {
+	c := config{clock: time.Now, maxKeys: DefaultMaxKeys, prefix: DefaultPrefix, timeout: DefaultTimeout}
+	for _, opt := range opts {
+		opt(&c)
+	}
+	return c
+}
+
+// WithClock makes a Memory read the time from clock. A nil clock means time.Now. Redis
+// ignores it: its windows run on the Redis server's clock.
+func WithClock(clock func() time.Time) Option {
+	return func(c *config) {
+		if clock != nil {
+			c.clock = clock
+		}
+	}
+}
+
+// WithMaxKeys caps how many keys a Memory holds; n < 1 means DefaultMaxKeys. When the cap is
+// reached, a Hit on a new key first drops the expired windows; if none has expired, the Hit
+// is refused (ok false, no error) with retryAfter until room is expected. Keys already held
+// keep being counted normally. Refusing rather than admitting keeps a flood of distinct keys
+// from both exhausting memory and lifting the limits. Redis ignores it.
+func WithMaxKeys(n int) Option {
+	return func(c *config) {
+		if n >= 1 {
+			c.maxKeys = n
+		}
+	}
+}
+
+// WithPrefix sets the string that starts every Redis key a Redis limiter reads and writes;
+// limiters on the same server and prefix share their counts. An empty prefix means
+// DefaultPrefix. Memory ignores it.
+func WithPrefix(prefix string) Option {
+	return func(c *config) {
+		if prefix != "" {
+			c.prefix = prefix
+		}
+	}
+}
+
+// WithTimeout bounds each call a Redis limiter makes to the server (connecting, waiting for
+// a pooled connection, the command itself), on top of the caller's context, so that a Redis
+// outage turns into an error quickly rather than hanging the request; d <= 0 means
+// DefaultTimeout. Memory ignores it.
+func WithTimeout(d time.Duration) Option {
+	return func(c *config) {
+		if d > 0 {
+			c.timeout = d
+		}
+	}
+}
+
+// retryAfter rounds the time left in a window up to whole seconds, at least one: the unit
+// and floor of the HTTP Retry-After header.
+func retryAfter(left time.Duration) time.Duration {
+	if left <= time.Second {
+		return time.Second
+	}
+	return (left + time.Second - 1).Truncate(time.Second)
+}

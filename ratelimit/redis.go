@@ -1,0 +1,170 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// hitScript counts one attempt atomically. KEYS[1] is the counter, ARGV[1] the window in
+// milliseconds. A counter without a TTL is new (count 1) or lost its TTL (set by hand, or
+// written by something else): either way it gets the window, so that no key is kept for ever.
+// It returns the count and the milliseconds left in the window.
+var hitScript = redis.NewScript(`
+local count = redis.call('INCR', KEYS[1])
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl < 0 then
+	redis.call('PEXPIRE', KEYS[1], ARGV[1])
+	ttl = tonumber(ARGV[1])
+end
+return {count, ttl}
+`)
+
+// exceededScript reads a counter and the milliseconds left in its window, {0, 0} when there
+// is none. It records no attempt, but it gives a counter that lost its TTL the window, as
+// hitScript does: a caller that stops calling Hit once Exceeded says yes would otherwise be
+// locked out for ever.
+var exceededScript = redis.NewScript(`
+local value = redis.call('GET', KEYS[1])
+if not value then
+	return {0, 0}
+end
+local count = tonumber(value)
+if not count then
+	return redis.error_reply('ERR the counter is not an integer')
+end
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl < 0 then
+	redis.call('PEXPIRE', KEYS[1], ARGV[1])
+	ttl = tonumber(ARGV[1])
+end
+return {count, ttl}
+`)
+
+// Redis is a Limiter that keeps its counts in a Redis server, so that every replica using the
+// same server and prefix shares them. Each operation is one atomic round trip, bounded by the
+// timeout (WithTimeout). Errors of the server or the network are returned wrapped, with ok
+// and exceeded false; whether to admit or refuse the request then is the caller's choice. It
+// is safe for concurrent use.
+type Redis struct {
+	client  *redis.Client
+	owned   bool // Close closes client
+	prefix  string
+	timeout time.Duration
+}
+
+// NewRedis returns a Redis limiter on the server at rawURL:
+// redis://[user:password@]host[:port][/db], rediss://… for TLS, or unix:///path/to/socket
+// (query options as github.com/redis/go-redis/v9 ParseURL reads them). It does not connect:
+// the first call does; use Ping to check the server at start-up. It takes WithPrefix and
+// WithTimeout; Close releases its connections.
+func NewRedis(rawURL string, opts ...Option) (*Redis, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		// The parse error would echo the URL, password included.
+		return nil, errors.New("ratelimit: the Redis URL is not a valid URL")
+	}
+	options, err := redis.ParseURL(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("ratelimit: Redis URL %s: %w", u.Redacted(), err)
+	}
+	// Deadlines of the context must reach the socket reads, or a stalled server would hold
+	// a call past its timeout.
+	options.ContextTimeoutEnabled = true
+	r := NewRedisFromClient(redis.NewClient(options), opts...)
+	r.owned = true
+	return r, nil
+}
+
+// NewRedisFromClient returns a Redis limiter over an existing client, which stays the
+// caller's: Close leaves it open. The client should have ContextTimeoutEnabled, so that the
+// timeout (WithTimeout) bounds its socket reads too. It takes WithPrefix and WithTimeout.
+func NewRedisFromClient(client *redis.Client, opts ...Option) *Redis {
+	c := newConfig(opts)
+	return &Redis{client: client, prefix: c.prefix, timeout: c.timeout}
+}
+
+// Hit records one attempt under key and reports whether key's current window, this attempt
+// included, holds at most limit attempts; when it does not, retryAfter is the time until the
+// window ends, in whole seconds and at least one. The window is kept to the millisecond.
+func (r *Redis) Hit(ctx context.Context, key string, limit int, window time.Duration) (bool, time.Duration, error) {
+	if window <= 0 {
+		return false, 0, ErrInvalidWindow
+	}
+	count, left, err := r.run(ctx, hitScript, key, window)
+	if err != nil {
+		return false, 0, fmt.Errorf("ratelimit: Redis hit: %w", err)
+	}
+	if count <= int64(limit) {
+		return true, 0, nil
+	}
+	return false, retryAfter(left), nil
+}
+
+// Exceeded reports, without recording anything, whether key's current window already holds
+// limit or more attempts, and if so the time until it ends (whole seconds, at least one).
+func (r *Redis) Exceeded(ctx context.Context, key string, limit int, window time.Duration) (bool, time.Duration, error) {
+	if window <= 0 {
+		return false, 0, ErrInvalidWindow
+	}
+	count, left, err := r.run(ctx, exceededScript, key, window)
+	if err != nil {
+		return false, 0, fmt.Errorf("ratelimit: Redis exceeded: %w", err)
+	}
+	if count == 0 || count < int64(limit) {
+		return false, 0, nil
+	}
+	return true, retryAfter(left), nil
+}
+
+// Reset forgets every attempt recorded under key.
+func (r *Redis) Reset(ctx context.Context, key string) error {
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	if err := r.client.Del(ctx, r.prefix+key).Err(); err != nil {
+		return fmt.Errorf("ratelimit: Redis reset: %w", err)
+	}
+	return nil
+}
+
+// Ping checks that the server answers within the timeout.
+func (r *Redis) Ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	if err := r.client.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("ratelimit: Redis ping: %w", err)
+	}
+	return nil
+}
+
+// Close releases the connections of a limiter made by NewRedis; for one made by
+// NewRedisFromClient it does nothing, since the client is the caller's.
+func (r *Redis) Close() error {
+	if !r.owned {
+		return nil
+	}
+	if err := r.client.Close(); err != nil {
+		return fmt.Errorf("ratelimit: Redis close: %w", err)
+	}
+	return nil
+}
+
+// run runs script on key's counter with the window in milliseconds (rounded up) and returns
+// the count and the time left in the window. window is positive.
+func (r *Redis) run(ctx context.Context, script *redis.Script, key string, window time.Duration) (int64, time.Duration, error) {
+	windowMS := int64((window + time.Millisecond - 1) / time.Millisecond)
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	values, err := script.Run(ctx, r.client, []string{r.prefix + key}, windowMS).Int64Slice()
+	if err != nil {
+		return 0, 0, err
+	}
+	if len(values) != 2 {
+		return 0, 0, fmt.Errorf("script answered %d values, want 2", len(values))
+	}
+	return values[0], time.Duration(values[1]) * time.Millisecond, nil
+}
