@@ -43,11 +43,11 @@ func resumePath(token string) string {
 // rateLimited answers a refused attempt with 429, Retry-After and the error page, and
 // reports whether it did.
 func (p *Provider) rateLimited(w http.ResponseWriter, r *http.Request, err error) bool {
-	var limited *publicauth.RateLimitError
-	if !errors.As(err, &limited) {
+	seconds, limited := publicauth.RetryAfterSeconds(err)
+	if !limited {
 		return false
 	}
-	w.Header().Set("Retry-After", strconv.Itoa(int(limited.RetryAfter.Seconds()+0.999)))
+	w.Header().Set("Retry-After", strconv.Itoa(seconds))
 	p.pages.error(w, r, http.StatusTooManyRequests, "Too many attempts",
 		"Too many attempts. Wait a few minutes, then try again.")
 	return true

@@ -34,6 +34,8 @@ type Provider struct {
 	oauth    *fosite.Fosite
 	idSigner *jwtSigner
 	auth     *publicauth.Service
+	// closeLimiter releases the rate limiter's Redis connection, if any.
+	closeLimiter func() error
 	pages    *pages
 	csrf     csrfGuard
 	router   *mux.Router
@@ -104,13 +106,7 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	}
 	p.oauth, p.idSigner = newOAuth2Provider(cfg, p.store, p.keys, o.now)
 
-	p.auth, err = publicauth.New(publicauth.Config{
-		SessionLifespan:      cfg.PublicSessionLifespan,
-		AdminSessionLifespan: cfg.AdminSessionLifespan,
-		InsecureCookies:      !secureCookies(cfg.Issuer),
-		Secret:               deriveKey(cfg.Secret, "publicauth"),
-	}, p.store, p.store, publicauth.WithClock(o.now), publicauth.WithRandom(o.random), publicauth.WithLogger(o.logger))
-	if err != nil {
+	if p.auth, p.closeLimiter, err = newPublicAuth(cfg, p.store, o); err != nil {
 		return fail(err)
 	}
 	if p.pages, err = newPages(cfg.TemplateDir); err != nil {
@@ -147,10 +143,12 @@ func (p *Provider) Ready(ctx context.Context) error { return p.store.Ping(ctx) }
 func (p *Provider) Close() error {
 	p.stop()
 	p.wg.Wait()
+	p.auth.Wait() // mail accepted requests promised
+	err := p.closeLimiter()
 	if p.ownStore {
-		return p.store.Close()
+		err = errors.Join(err, p.store.Close())
 	}
-	return nil
+	return err
 }
 
 // Migrate applies the pending database migrations of dsn and returns.

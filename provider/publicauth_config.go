@@ -8,6 +8,10 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/gatehouse-id/gatehouse/publicauth"
+	"github.com/gatehouse-id/gatehouse/ratelimit"
+	"github.com/gatehouse-id/gatehouse/storage"
 )
 
 // PublicAuthConfig configures public authentication beyond passwords and sessions: mail,
@@ -133,4 +137,59 @@ func (c PublicAuthConfig) withDefaults(issuer string) (PublicAuthConfig, error) 
 		}
 	}
 	return c, errors.Join(errs...)
+}
+
+// newPublicAuth builds the public authentication service of cfg over store: mail through
+// SMTP when configured (else the log), rate limits in Redis when configured (else memory).
+// closeLimiter releases the Redis connection.
+func newPublicAuth(cfg Config, store *storage.Store, o options) (svc *publicauth.Service, closeLimiter func() error, err error) {
+	pc := cfg.PublicAuth
+	mailer := o.mailer
+	switch {
+	case mailer != nil:
+	case pc.SMTPURL != "":
+		if mailer, err = publicauth.NewSMTPMailer(pc.SMTPURL, pc.MailFrom); err != nil {
+			return nil, nil, fmt.Errorf("provider: mail: %w", err)
+		}
+	default:
+		mailer = publicauth.NewLogMailer(o.logger)
+	}
+	var limiter publicauth.Limiter = ratelimit.NewMemory(ratelimit.WithClock(o.now))
+	closeLimiter = func() error { return nil }
+	if pc.RedisURL != "" {
+		redis, err := ratelimit.NewRedis(pc.RedisURL)
+		if err != nil {
+			return nil, nil, fmt.Errorf("provider: rate limits: %w", err)
+		}
+		limiter, closeLimiter = redis, redis.Close
+	}
+	rate := func(r RateLimit) publicauth.Rate { return publicauth.Rate{Limit: r.Limit, Window: r.Window} }
+	svc, err = publicauth.New(publicauth.Config{
+		SessionLifespan:         cfg.PublicSessionLifespan,
+		AdminSessionLifespan:    cfg.AdminSessionLifespan,
+		InsecureCookies:         !secureCookies(cfg.Issuer),
+		Secret:                  deriveKey(cfg.Secret, "publicauth"),
+		BaseURL:                 cfg.Issuer,
+		ServiceName:             pc.ServiceName,
+		MailTemplateDir:         pc.MailTemplateDir,
+		RequirePIN:              pc.RequirePIN,
+		MagicLinkLifespan:       pc.MagicLinkLifespan,
+		PINLifespan:             pc.PINLifespan,
+		VerificationLifespan:    pc.VerificationLifespan,
+		PasswordResetLifespan:   pc.PasswordResetLifespan,
+		MagicLinkAllowedOrigins: pc.MagicLinkAllowedOrigins,
+		TrustedProxies:          pc.TrustedProxies,
+		Limits: publicauth.RateLimits{
+			PerIP:      rate(pc.LoginRateLimit),
+			PerAccount: rate(pc.AccountMailLimit),
+			Lockout:    rate(pc.LockoutLimit),
+		},
+	}, store,
+		publicauth.WithClock(o.now), publicauth.WithRandom(o.random), publicauth.WithLogger(o.logger),
+		publicauth.WithMailer(mailer), publicauth.WithLimiter(limiter))
+	if err != nil {
+		_ = closeLimiter()
+		return nil, nil, err
+	}
+	return svc, closeLimiter, nil
 }
