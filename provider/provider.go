@@ -36,9 +36,9 @@ type Provider struct {
 	auth     *publicauth.Service
 	// closeLimiter releases the rate limiter's Redis connection, if any.
 	closeLimiter func() error
-	pages    *pages
-	csrf     csrfGuard
-	router   *mux.Router
+	pages        *pages
+	csrf         csrfGuard
+	router       *mux.Router
 
 	stop context.CancelFunc
 	wg   sync.WaitGroup
