@@ -201,6 +201,8 @@ type UserSpec struct {
 	Role string
 	// Verified marks the email as verified.
 	Verified bool
+	// RequirePIN turns the PIN gate on for the user.
+	RequirePIN bool
 }
 
 // UserInfo is the JSON view of a user.
@@ -211,21 +213,48 @@ type UserInfo struct {
 	Role          string    `json:"role"`
 	Status        string    `json:"status"`
 	EmailVerified bool      `json:"emailVerified"`
+	RequirePIN    bool      `json:"requirePin"`
+	LoginMethods  []string  `json:"loginMethods"`
 	CreatedAt     time.Time `json:"createdAt"`
 }
+
+func userInfo(u *publicauth.User) UserInfo {
+	return UserInfo{
+		ID: u.ID, Email: u.Email, Name: u.Name, Role: u.Role, Status: u.Status,
+		EmailVerified: u.EmailVerified, RequirePIN: u.RequirePIN, LoginMethods: u.LoginMethods(),
+		CreatedAt: u.CreatedAt.UTC(),
+	}
+}
+
+// ErrUserNotFound: no user has that id or email.
+var ErrUserNotFound = publicauth.ErrUserNotFound
 
 // CreateUser creates a user with a password (the password rules apply).
 func (p *Provider) CreateUser(ctx context.Context, spec UserSpec) (UserInfo, error) {
 	u, err := p.auth.CreateUser(ctx, publicauth.UserInput{
 		Email: spec.Email, Password: spec.Password, Name: spec.Name, Role: spec.Role, Verified: spec.Verified,
+		RequirePIN: spec.RequirePIN,
 	})
 	if err != nil {
 		return UserInfo{}, err
 	}
-	return UserInfo{
-		ID: u.ID, Email: u.Email, Name: u.Name, Role: u.Role, Status: u.Status,
-		EmailVerified: u.EmailVerified, CreatedAt: u.CreatedAt.UTC(),
-	}, nil
+	return userInfo(u), nil
+}
+
+// SetUserRequirePIN turns the PIN gate of an existing user on or off. user is the user's
+// id or email address; ErrUserNotFound when neither names a user.
+func (p *Provider) SetUserRequirePIN(ctx context.Context, user string, on bool) (UserInfo, error) {
+	u, err := p.store.UserByID(ctx, user)
+	if errors.Is(err, publicauth.ErrUserNotFound) {
+		u, err = p.store.UserByEmail(ctx, user)
+	}
+	if err != nil {
+		return UserInfo{}, err
+	}
+	if u, err = p.auth.SetRequirePIN(ctx, u.ID, on); err != nil {
+		return UserInfo{}, err
+	}
+	return userInfo(u), nil
 }
 
 // RotateKeys adds a new RS256 and ES256 key and returns the published set. Every replica

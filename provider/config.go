@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gatehouse-id/gatehouse/publicauth"
 	"github.com/gatehouse-id/gatehouse/storage"
 )
 
@@ -77,6 +78,7 @@ type options struct {
 	random io.Reader
 	logger *slog.Logger
 	store  *storage.Store
+	mailer publicauth.Mailer
 }
 
 // WithClock makes the provider read time from now (tests); nil means the real clock.
@@ -87,6 +89,12 @@ func WithClock(now func() time.Time) Option {
 // WithRandom makes the provider draw randomness from r (tests); nil means crypto/rand.
 func WithRandom(r io.Reader) Option {
 	return func(o *options) error { o.random = r; return nil }
+}
+
+// WithMailer makes the provider send its mail (verification and magic links, PINs,
+// password resets) through m instead of the mailer PublicAuthConfig selects.
+func WithMailer(m publicauth.Mailer) Option {
+	return func(o *options) error { o.mailer = m; return nil }
 }
 
 // WithLogger sets the logger; nil means slog.Default().
@@ -155,7 +163,7 @@ func (cfg Config) withDefaults() (Config, error) {
 		}
 	}
 	var err error
-	if cfg.PublicAuth, err = cfg.PublicAuth.withDefaults(); err != nil {
+	if cfg.PublicAuth, err = cfg.PublicAuth.withDefaults(cfg.Issuer); err != nil {
 		errs = append(errs, err)
 	}
 	if cfg.Permissions, err = cfg.Permissions.withDefaults(); err != nil {

@@ -89,48 +89,54 @@ func (p *Provider) checkForm(w http.ResponseWriter, r *http.Request) (submittedF
 	return f, true
 }
 
-// loginSubmit checks the password, starts the public session and resumes the paused
-// request (303, so the browser follows with a GET).
+// loginSubmit checks the password, asks for the PIN when the gate is on for the user, then
+// starts the public session and resumes the paused request (303, so the browser follows
+// with a GET).
 func (p *Provider) loginSubmit(w http.ResponseWriter, r *http.Request) {
 	f, ok := p.checkForm(w, r)
 	if !ok {
 		return
 	}
 	email := strings.TrimSpace(r.PostFormValue("email"))
-	user, err := p.auth.Authenticate(r.Context(), email, r.PostFormValue("password"))
+	err := p.auth.CheckRate(r, limitLogin)
+	var user *publicauth.User
+	if err == nil {
+		user, err = p.auth.Authenticate(r.Context(), email, r.PostFormValue("password"))
+	}
 	if err != nil {
-		status, msg := http.StatusUnauthorized, "Invalid email or password."
-		switch {
-		case errors.Is(err, publicauth.ErrAccountDisabled):
-			status, msg = http.StatusForbidden, "This account is disabled."
-		case !errors.Is(err, publicauth.ErrInvalidCredentials):
-			p.pageFailure(w, r, err)
-			return
-		}
-		p.renderForm(w, r, status, "login", f.token, f.client, map[string]any{"Email": email, "Error": msg})
+		p.formFailed(w, r, "login", f, map[string]any{"Email": email}, err)
 		return
 	}
-	p.completeLogin(w, r, user, publicauth.MethodPassword, f.row, f.token)
+	p.passFirstFactor(w, r, user, publicauth.MethodPassword, flowDestination(f.token))
 }
 
-// registerSubmit creates the account, starts its session and resumes the paused request.
+// flowDestination is where a hosted login goes once complete: the paused request, or the
+// signed-in page outside any flow.
+func flowDestination(token string) publicauth.Destination {
+	if token == "" {
+		return publicauth.Destination{}
+	}
+	return publicauth.Destination{Resume: resumePath(token)}
+}
+
+// registerSubmit creates the account (which mails a verification link), then logs it in as
+// loginSubmit does.
 func (p *Provider) registerSubmit(w http.ResponseWriter, r *http.Request) {
 	f, ok := p.checkForm(w, r)
 	if !ok {
 		return
 	}
 	email, name := strings.TrimSpace(r.PostFormValue("email")), strings.TrimSpace(r.PostFormValue("name"))
-	user, err := p.auth.Register(r.Context(), email, r.PostFormValue("password"), name)
+	err := p.auth.CheckRate(r, limitRegister)
+	var user *publicauth.User
+	if err == nil {
+		user, err = p.auth.Register(r.Context(), email, r.PostFormValue("password"), name)
+	}
 	if err != nil {
-		status, msg := publicauth.Describe(err)
-		if status >= 500 {
-			p.pageFailure(w, r, err)
-			return
-		}
-		p.renderForm(w, r, status, "register", f.token, f.client, map[string]any{"Email": email, "Name": name, "Error": msg})
+		p.formFailed(w, r, "register", f, map[string]any{"Email": email, "Name": name}, err)
 		return
 	}
-	p.completeLogin(w, r, user, publicauth.MethodPassword, f.row, f.token)
+	p.passFirstFactor(w, r, user, publicauth.MethodPassword, flowDestination(f.token))
 }
 
 // completeLogin starts the public session and, inside an OAuth flow, binds this login to the

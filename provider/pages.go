@@ -15,7 +15,10 @@ var embeddedTemplates embed.FS
 
 // pageNames are the hosted pages; each may be replaced by a file of the same name in
 // Config.TemplateDir. layout.html (the shared "top" and "bottom") may be replaced too.
-var pageNames = []string{"login", "register", "consent", "error", "logged_out", "signed_in"}
+var pageNames = []string{
+	"login", "register", "consent", "error", "logged_out", "signed_in",
+	"pin", "forgot_password", "reset_password", "notice",
+}
 
 // pages renders the hosted pages with headers that keep them safe: a CSP that loads
 // nothing from other origins and forbids framing, no caching, no referrer.
@@ -63,7 +66,8 @@ func newPages(dir string) (*pages, error) {
 
 var pageTitles = map[string]string{
 	"login": "Sign in", "register": "Create your account", "consent": "Allow access?",
-	"logged_out": "Signed out", "signed_in": "Signed in",
+	"logged_out": "Signed out", "signed_in": "Signed in", "pin": "Enter your PIN",
+	"forgot_password": "Reset your password", "reset_password": "Choose a new password",
 }
 
 // render writes page name with data (a map; Title is added when missing).

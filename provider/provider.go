@@ -17,7 +17,6 @@ import (
 
 	"github.com/gatehouse-id/gatehouse/permissions"
 	"github.com/gatehouse-id/gatehouse/publicauth"
-	"github.com/gatehouse-id/gatehouse/ratelimit"
 	"github.com/gatehouse-id/gatehouse/social"
 	"github.com/gatehouse-id/gatehouse/storage"
 )
@@ -42,6 +41,8 @@ type Provider struct {
 	pages    *pages
 	csrf     csrfGuard
 	router   *mux.Router
+	// closeLimiter releases the rate limiter's Redis connection, if any.
+	closeLimiter func() error
 
 	stop context.CancelFunc
 	wg   sync.WaitGroup
@@ -109,14 +110,7 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	}
 	p.oauth, p.idSigner = newOAuth2Provider(cfg, p.store, p.keys, o.now)
 
-	p.auth, err = publicauth.New(publicauth.Config{
-		SessionLifespan:      cfg.PublicSessionLifespan,
-		AdminSessionLifespan: cfg.AdminSessionLifespan,
-		InsecureCookies:      !secureCookies(cfg.Issuer),
-		Secret:               deriveKey(cfg.Secret, "publicauth"),
-	}, p.store, publicauth.WithClock(o.now), publicauth.WithRandom(o.random), publicauth.WithLogger(o.logger),
-		publicauth.WithLimiter(ratelimit.NewMemory()))
-	if err != nil {
+	if p.auth, p.closeLimiter, err = newPublicAuth(cfg, p.store, o); err != nil {
 		return fail(err)
 	}
 	if p.social, err = p.newSocial(cfg); err != nil {
@@ -159,10 +153,12 @@ func (p *Provider) Ready(ctx context.Context) error { return p.store.Ping(ctx) }
 func (p *Provider) Close() error {
 	p.stop()
 	p.wg.Wait()
+	p.auth.Wait() // mail accepted requests promised
+	err := p.closeLimiter()
 	if p.ownStore {
-		return p.store.Close()
+		err = errors.Join(err, p.store.Close())
 	}
-	return nil
+	return err
 }
 
 // Migrate applies the pending database migrations of dsn and returns.

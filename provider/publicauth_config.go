@@ -1,10 +1,195 @@
 package provider
 
-// PublicAuthConfig configures public authentication beyond passwords and sessions.
-type PublicAuthConfig struct{}
+import (
+	"errors"
+	"fmt"
+	"net/mail"
+	"net/netip"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/gatehouse-id/gatehouse/publicauth"
+	"github.com/gatehouse-id/gatehouse/ratelimit"
+	"github.com/gatehouse-id/gatehouse/storage"
+)
+
+// PublicAuthConfig configures public authentication beyond passwords and sessions: mail,
+// the PIN gate, magic links, email verification, password reset and rate limits. The zero
+// value works: mail is logged instead of sent, limits are kept in memory.
+type PublicAuthConfig struct {
+	// SMTPURL selects the mail server: "smtp://[user:pass@]host:port" (STARTTLS whenever
+	// the server offers it) or "smtps://[user:pass@]host:port" (implicit TLS). Default
+	// empty: no mail is sent; each message, with its link or PIN, is written to the log so
+	// a local server stays usable.
+	SMTPURL string
+	// MailFrom is the sender of every mail: an address or "Name <address>". Required when
+	// SMTPURL is set; default "Gatehouse <no-reply@HOST>" with HOST the issuer's host.
+	MailFrom string
+	// ServiceName names the deployment in mail subjects and greetings. Default "Gatehouse".
+	ServiceName string
+	// MailTemplateDir, when set, holds mail templates replacing the embedded ones of the
+	// same name (e.g. magic_link.subject.tmpl, magic_link.txt.tmpl, magic_link.html.tmpl).
+	MailTemplateDir string
+
+	// RequirePIN turns the PIN gate on for every user: a password or magic-link login then
+	// asks for a 6-digit PIN sent by mail. Default false: only users whose own flag is set.
+	RequirePIN bool
+
+	// MagicLinkLifespan is how long a magic link works: default 15 minutes.
+	MagicLinkLifespan time.Duration
+	// PINLifespan is how long a mailed PIN works: default 10 minutes.
+	PINLifespan time.Duration
+	// VerificationLifespan is how long an email-verification link works: default 24 hours.
+	VerificationLifespan time.Duration
+	// PasswordResetLifespan is how long a password-reset link works: default 1 hour.
+	PasswordResetLifespan time.Duration
+	// MagicLinkAllowedOrigins are origins ("https://app.example.com") whose URLs a magic
+	// link may redirect to besides the redirect URIs registered by clients. Default none.
+	MagicLinkAllowedOrigins []string
+
+	// RedisURL, when set ("redis://[user:pass@]host:6379/0" or "rediss://…"), keeps the
+	// rate-limit counters in Redis so every replica shares them. Default empty: counters
+	// live in this process's memory, which is right for a single node.
+	RedisURL string
+	// TrustedProxies are the addresses (CIDRs or single IPs) of reverse proxies whose
+	// X-Forwarded-For header names the client. Default none: the client is the peer of the
+	// TCP connection, and the header is ignored.
+	TrustedProxies []netip.Prefix
+	// LoginRateLimit caps the attempts one client IP makes at one endpoint (login,
+	// register, magic link, PIN, password reset, verification): default 100 a minute, so
+	// an office behind one NAT is not locked out. A negative Limit turns it off.
+	LoginRateLimit RateLimit
+	// AccountMailLimit caps the mails (magic link, PIN, reset, verification) sent to one
+	// account per kind: default 5 in 15 minutes.
+	AccountMailLimit RateLimit
+	// LockoutLimit is how many failed logins lock an account, and for how long: default 10
+	// failures, locked until 15 minutes after the first of them.
+	LockoutLimit RateLimit
+}
+
+// RateLimit is a number of attempts allowed per window. The zero value takes the default
+// of the field it is in.
+type RateLimit struct {
+	Limit  int
+	Window time.Duration
+}
 
 // withDefaults returns c with every zero field set to its documented default, or an error
-// naming every invalid field.
-func (c PublicAuthConfig) withDefaults() (PublicAuthConfig, error) {
-	return c, nil
+// naming every invalid field. issuer is the provider's validated issuer.
+func (c PublicAuthConfig) withDefaults(issuer string) (PublicAuthConfig, error) {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&c.MagicLinkLifespan, 15*time.Minute)
+	def(&c.PINLifespan, 10*time.Minute)
+	def(&c.VerificationLifespan, 24*time.Hour)
+	def(&c.PasswordResetLifespan, time.Hour)
+	defRate := func(r *RateLimit, limit int, window time.Duration) {
+		if r.Limit == 0 && r.Window == 0 {
+			*r = RateLimit{Limit: limit, Window: window}
+		}
+	}
+	defRate(&c.LoginRateLimit, 100, time.Minute)
+	defRate(&c.AccountMailLimit, 5, 15*time.Minute)
+	defRate(&c.LockoutLimit, 10, 15*time.Minute)
+	if c.ServiceName == "" {
+		c.ServiceName = "Gatehouse"
+	}
+
+	var errs []error
+	if c.MailFrom == "" && c.SMTPURL == "" {
+		host := "localhost"
+		if u, err := url.Parse(issuer); err == nil && u.Hostname() != "" {
+			host = u.Hostname()
+		}
+		c.MailFrom = c.ServiceName + " <no-reply@" + host + ">"
+	}
+	if c.SMTPURL != "" && c.MailFrom == "" {
+		errs = append(errs, errors.New("a mail sender (MailFrom) is required with an SMTP URL"))
+	}
+	if c.MailFrom != "" {
+		if _, err := mail.ParseAddress(c.MailFrom); err != nil {
+			errs = append(errs, fmt.Errorf("mail sender %q is not an address or \"Name <address>\"", c.MailFrom))
+		}
+	}
+	for name, d := range map[string]time.Duration{
+		"magic link lifespan": c.MagicLinkLifespan, "PIN lifespan": c.PINLifespan,
+		"verification lifespan": c.VerificationLifespan, "password reset lifespan": c.PasswordResetLifespan,
+	} {
+		if d < 0 {
+			errs = append(errs, fmt.Errorf("%s must be positive", name))
+		}
+	}
+	for name, r := range map[string]RateLimit{
+		"login rate limit": c.LoginRateLimit, "account mail limit": c.AccountMailLimit, "lockout limit": c.LockoutLimit,
+	} {
+		if r.Limit >= 0 && r.Window <= 0 {
+			errs = append(errs, fmt.Errorf("%s needs a positive window", name))
+		}
+	}
+	for _, o := range c.MagicLinkAllowedOrigins {
+		if u, err := url.Parse(o); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" ||
+			strings.TrimSuffix(u.Path, "/") != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+			errs = append(errs, fmt.Errorf("magic link origin %q must be scheme://host[:port]", o))
+		}
+	}
+	return c, errors.Join(errs...)
+}
+
+// newPublicAuth builds the public authentication service of cfg over store: mail through
+// SMTP when configured (else the log), rate limits in Redis when configured (else memory).
+// closeLimiter releases the Redis connection.
+func newPublicAuth(cfg Config, store *storage.Store, o options) (svc *publicauth.Service, closeLimiter func() error, err error) {
+	pc := cfg.PublicAuth
+	mailer := o.mailer
+	switch {
+	case mailer != nil:
+	case pc.SMTPURL != "":
+		if mailer, err = publicauth.NewSMTPMailer(pc.SMTPURL, pc.MailFrom); err != nil {
+			return nil, nil, fmt.Errorf("provider: mail: %w", err)
+		}
+	default:
+		mailer = publicauth.NewLogMailer(o.logger)
+	}
+	var limiter publicauth.Limiter = ratelimit.NewMemory(ratelimit.WithClock(o.now))
+	closeLimiter = func() error { return nil }
+	if pc.RedisURL != "" {
+		redis, err := ratelimit.NewRedis(pc.RedisURL)
+		if err != nil {
+			return nil, nil, fmt.Errorf("provider: rate limits: %w", err)
+		}
+		limiter, closeLimiter = redis, redis.Close
+	}
+	rate := func(r RateLimit) publicauth.Rate { return publicauth.Rate{Limit: r.Limit, Window: r.Window} }
+	svc, err = publicauth.New(publicauth.Config{
+		SessionLifespan:         cfg.PublicSessionLifespan,
+		AdminSessionLifespan:    cfg.AdminSessionLifespan,
+		InsecureCookies:         !secureCookies(cfg.Issuer),
+		Secret:                  deriveKey(cfg.Secret, "publicauth"),
+		BaseURL:                 cfg.Issuer,
+		ServiceName:             pc.ServiceName,
+		MailTemplateDir:         pc.MailTemplateDir,
+		RequirePIN:              pc.RequirePIN,
+		MagicLinkLifespan:       pc.MagicLinkLifespan,
+		PINLifespan:             pc.PINLifespan,
+		VerificationLifespan:    pc.VerificationLifespan,
+		PasswordResetLifespan:   pc.PasswordResetLifespan,
+		MagicLinkAllowedOrigins: pc.MagicLinkAllowedOrigins,
+		TrustedProxies:          pc.TrustedProxies,
+		Limits: publicauth.RateLimits{
+			PerIP:      rate(pc.LoginRateLimit),
+			PerAccount: rate(pc.AccountMailLimit),
+			Lockout:    rate(pc.LockoutLimit),
+		},
+	}, store,
+		publicauth.WithClock(o.now), publicauth.WithRandom(o.random), publicauth.WithLogger(o.logger),
+		publicauth.WithMailer(mailer), publicauth.WithLimiter(limiter))
+	if err != nil {
+		_ = closeLimiter()
+		return nil, nil, err
+	}
+	return svc, closeLimiter, nil
 }

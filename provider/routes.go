@@ -4,6 +4,8 @@ import (
 	"net/http"
 
 	"github.com/gorilla/mux"
+
+	"github.com/gatehouse-id/gatehouse/publicauth"
 )
 
 // routes registers every endpoint of the provider in one place.
@@ -27,6 +29,15 @@ func (p *Provider) routes() *mux.Router {
 	r.HandleFunc("/register", p.registerSubmit).Methods(post)
 	r.HandleFunc("/consent", p.consentPage).Methods(get)
 	r.HandleFunc("/consent", p.consentSubmit).Methods(post)
+	r.HandleFunc("/pin", p.pinSubmit).Methods(post)
+	r.HandleFunc("/magic-link", p.magicLinkSubmit).Methods(post)
+	r.HandleFunc("/forgot-password", p.formPage("forgot_password")).Methods(get)
+	r.HandleFunc("/forgot-password", p.forgotPasswordSubmit).Methods(post)
+	r.HandleFunc(publicauth.PathResetPassword, p.resetPasswordPage).Methods(get)
+	r.HandleFunc(publicauth.PathResetPassword, p.resetPasswordSubmit).Methods(post)
+	r.HandleFunc(signedInPath, p.signedIn).Methods(get)
+	r.HandleFunc(publicauth.PathMagicLogin, p.magicLogin).Methods(get)
+	r.HandleFunc(publicauth.PathVerifyEmail, p.verifyEmail).Methods(get)
 	r.HandleFunc("/ui/style.css", p.pages.style).Methods(get, http.MethodHead)
 
 	p.auth.Routes(r)

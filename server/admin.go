@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 
 	"github.com/gatehouse-id/gatehouse/provider"
@@ -154,6 +155,7 @@ func (c *cli) userCreate(ctx context.Context, args []string) int {
 	cmd.str(&spec.Name, "name", "NAME", "", "display name")
 	cmd.str(&spec.Role, "role", "user|admin", "user", "role")
 	cmd.flag(&spec.Verified, "verified", "mark the email address as verified")
+	cmd.flag(&spec.RequirePIN, "require-pin", "ask this user for a PIN sent by mail after each password or magic-link login")
 	a := addAdminFlags(cmd)
 	return c.execute(ctx, cmd, args, func(ctx context.Context) error {
 		if spec.Email == "" || spec.Password == "" {
@@ -164,6 +166,35 @@ func (c *cli) userCreate(ctx context.Context, args []string) int {
 		}
 		return c.withProvider(ctx, a, func(p *provider.Provider) error {
 			u, err := p.CreateUser(ctx, spec)
+			if err != nil {
+				return err
+			}
+			return c.printJSON(u)
+		})
+	})
+}
+
+func (c *cli) userUpdate(ctx context.Context, args []string) int {
+	cmd := newCommand("user update", "gatehouse user update --user ID|EMAIL --require-pin=true|false [flags]",
+		"Changes an existing user and prints it as JSON. --require-pin turns the PIN gate on or\n"+
+			"off for that user.")
+	var user, requirePIN string
+	cmd.str(&user, "user", "ID|EMAIL", "", "the user's id or email address (required)")
+	cmd.str(&requirePIN, "require-pin", "true|false", "", "ask for a PIN sent by mail after each password or magic-link login")
+	a := addAdminFlags(cmd)
+	return c.execute(ctx, cmd, args, func(ctx context.Context) error {
+		if user == "" {
+			return usageError("--user is required")
+		}
+		on, err := strconv.ParseBool(requirePIN)
+		if err != nil {
+			return usageError("--require-pin must be true or false")
+		}
+		return c.withProvider(ctx, a, func(p *provider.Provider) error {
+			u, err := p.SetUserRequirePIN(ctx, user, on)
+			if errors.Is(err, provider.ErrUserNotFound) {
+				return fmt.Errorf("no user with id or email %q", user)
+			}
 			if err != nil {
 				return err
 			}

@@ -86,6 +86,7 @@ func serveCommand() (c *command, resolve func() (Config, error)) {
 		"how often signing keys are re-read, to pick up a rotation done elsewhere")
 	c.stringVar(&pc.TemplateDir, "template-dir", "DIR", "GATEHOUSE_TEMPLATE_DIR", "",
 		"directory of *.html files replacing the hosted pages of the same name")
+	addPublicAuthFlags(c, &pc.PublicAuth)
 	addSocialFlags(c, &pc.Social)
 	addPermissionFlags(c, &pc.Permissions)
 	c.levelVar(&cfg.LogLevel, "log-level", "GATEHOUSE_LOG_LEVEL", slog.LevelInfo, "debug, info, warn or error")

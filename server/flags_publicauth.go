@@ -1,7 +1,78 @@
 package server
 
-import "github.com/gatehouse-id/gatehouse/provider"
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"time"
 
-// addPublicAuthFlags registers the serve flags of the mail, PIN gate, magic link and rate limit settings.
+	"github.com/gatehouse-id/gatehouse/provider"
+	"github.com/gatehouse-id/gatehouse/publicauth"
+)
+
+// addPublicAuthFlags registers the serve flags of the mail, PIN gate, magic link and rate
+// limit settings.
 func addPublicAuthFlags(c *command, cfg *provider.PublicAuthConfig) {
+	c.stringVar(&cfg.SMTPURL, "smtp-url", "URL", "GATEHOUSE_SMTP_URL", "",
+		"mail server: smtp://[user:pass@]host:port (STARTTLS when offered) or smtps://… (implicit\n"+
+			"      TLS); empty: mail is written to the log instead of sent")
+	c.stringVar(&cfg.MailFrom, "mail-from", "ADDRESS", "GATEHOUSE_MAIL_FROM", "",
+		`sender of every mail, "Name <address>"; required with --smtp-url`)
+	c.stringVar(&cfg.ServiceName, "service-name", "NAME", "GATEHOUSE_SERVICE_NAME", "Gatehouse",
+		"name of the deployment in mail subjects and greetings")
+	c.stringVar(&cfg.MailTemplateDir, "mail-template-dir", "DIR", "GATEHOUSE_MAIL_TEMPLATE_DIR", "",
+		"directory of mail templates replacing the embedded ones of the same name")
+	c.boolVar(&cfg.RequirePIN, "require-pin", "GATEHOUSE_REQUIRE_PIN", false,
+		"ask every user for a PIN sent by mail after a password or magic-link login")
+	c.durationVar(&cfg.MagicLinkLifespan, "magic-link-ttl", "GATEHOUSE_MAGIC_LINK_TTL", "15m", "magic link lifetime")
+	c.durationVar(&cfg.PINLifespan, "pin-ttl", "GATEHOUSE_PIN_TTL", "10m", "lifetime of a mailed PIN")
+	c.durationVar(&cfg.VerificationLifespan, "verification-ttl", "GATEHOUSE_VERIFICATION_TTL", "24h",
+		"email verification link lifetime")
+	c.durationVar(&cfg.PasswordResetLifespan, "password-reset-ttl", "GATEHOUSE_PASSWORD_RESET_TTL", "1h",
+		"password reset link lifetime")
+	c.add("magic-link-origins", "ORIGINS", "GATEHOUSE_MAGIC_LINK_ORIGINS", "",
+		"origins (https://app.example.com), comma-separated, a magic link may redirect to besides\n"+
+			"      registered redirect URIs",
+		func(v string) error {
+			cfg.MagicLinkAllowedOrigins = strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' })
+			return nil
+		})
+	c.stringVar(&cfg.RedisURL, "redis-url", "URL", "GATEHOUSE_REDIS_URL", "",
+		"redis://[user:pass@]host:6379/0 keeps rate limits in Redis, shared by every replica;\n"+
+			"      empty: in this process's memory")
+	c.add("trusted-proxies", "CIDRS", "GATEHOUSE_TRUSTED_PROXIES", "",
+		"reverse proxies (CIDRs or IPs, comma-separated) whose X-Forwarded-For names the client;\n"+
+			"      empty: the connection's peer is the client",
+		func(v string) (err error) {
+			cfg.TrustedProxies, err = publicauth.ParseTrustedProxies(v)
+			return err
+		})
+	rateVar(c, &cfg.LoginRateLimit, "login-rate-limit", "GATEHOUSE_LOGIN_RATE_LIMIT", "100/1m",
+		"attempts one client IP may make at one login, register, magic link, PIN, reset or\n"+
+			"      verification endpoint")
+	rateVar(c, &cfg.AccountMailLimit, "account-mail-limit", "GATEHOUSE_ACCOUNT_MAIL_LIMIT", "5/15m",
+		"mails of one kind (magic link, PIN, reset, verification) sent to one account")
+	rateVar(c, &cfg.LockoutLimit, "lockout", "GATEHOUSE_LOCKOUT", "10/15m",
+		"failed logins that lock an account, and the window that locks it")
+}
+
+// rateVar registers a rate limit given as COUNT/DURATION ("100/1m") or "off".
+func rateVar(c *command, p *provider.RateLimit, name, env, def, help string) {
+	c.add(name, "COUNT/DURATION", env, def, help+`; "off" turns it off`, func(v string) error {
+		if strings.EqualFold(v, "off") {
+			*p = provider.RateLimit{Limit: -1, Window: time.Minute}
+			return nil
+		}
+		count, window, ok := strings.Cut(v, "/")
+		n, err := strconv.Atoi(count)
+		if !ok || err != nil || n <= 0 {
+			return errors.New(`want COUNT/DURATION such as 100/1m, or off`)
+		}
+		d, err := time.ParseDuration(window)
+		if err != nil || d <= 0 {
+			return errors.New(`want COUNT/DURATION such as 100/1m, or off`)
+		}
+		*p = provider.RateLimit{Limit: n, Window: d}
+		return nil
+	})
 }

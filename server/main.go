@@ -48,6 +48,7 @@ func subcommands() []subcommand {
 		{"client list", "print every client as JSON", (*cli).clientList},
 		{"client delete", "delete a client", (*cli).clientDelete},
 		{"user create", "create a user; print it as JSON", (*cli).userCreate},
+		{"user update", "change a user (the PIN gate); print it as JSON", (*cli).userUpdate},
 		{"keys rotate", "add a new RS256 and ES256 signing key; print the key set as JSON", (*cli).keysRotate},
 	}
 }

@@ -1,0 +1,296 @@
+package provider
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/gatehouse-id/gatehouse/publicauth"
+)
+
+// The hosted pages of public authentication beyond the password: magic links, the PIN
+// gate, password reset and email verification. Like the login page they work without
+// JavaScript, carry CSRF tokens, count against the same per-IP limits as the JSON API, and
+// inside an OAuth flow resume the paused authorization request once the user is in.
+
+// Endpoint names the per-IP rate limits count under: the JSON API's own for the actions it
+// shares with these pages, so a client gets one budget per action whichever surface it
+// uses, and two for the links that only the provider serves.
+const (
+	limitLogin         = publicauth.EndpointLogin
+	limitRegister      = publicauth.EndpointRegister
+	limitMagicLink     = publicauth.EndpointRequestMagicLink
+	limitVerifyPIN     = publicauth.EndpointVerifyPIN
+	limitPasswordReset = publicauth.EndpointRequestPasswordReset
+	limitResetPassword = publicauth.EndpointResetPassword
+	limitMagicLogin    = "magic-login"
+	limitVerifyEmail   = "verify-email"
+)
+
+// signedInPath is where a login begun outside any OAuth flow ends.
+const signedInPath = "/signed-in"
+
+// resumePath is the internal path that continues the paused authorization request token
+// names, or signedInPath outside a flow.
+func resumePath(token string) string {
+	if token == "" {
+		return signedInPath
+	}
+	return "/api/oauth/authorize/resume?" + url.Values{requestParam: {token}}.Encode()
+}
+
+// rateLimited answers a refused attempt with 429, Retry-After and the error page, and
+// reports whether it did.
+func (p *Provider) rateLimited(w http.ResponseWriter, r *http.Request, err error) bool {
+	seconds, limited := publicauth.RetryAfterSeconds(err)
+	if !limited {
+		return false
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(seconds))
+	p.pages.error(w, r, http.StatusTooManyRequests, "Too many attempts",
+		"Too many attempts. Wait a few minutes, then try again.")
+	return true
+}
+
+// formFailed answers a hosted form whose action failed with err: the form again with the
+// reason for a refused input (4xx), the error page otherwise.
+func (p *Provider) formFailed(w http.ResponseWriter, r *http.Request, page string, f submittedForm, data map[string]any, err error) {
+	if p.rateLimited(w, r, err) {
+		return
+	}
+	status, msg := publicauth.Describe(err)
+	if status >= 500 {
+		p.pageFailure(w, r, err)
+		return
+	}
+	data["Error"] = msg
+	p.renderForm(w, r, status, page, f.token, f.client, data)
+}
+
+// notice renders the page that tells the user what happened and where to go next.
+func (p *Provider) notice(w http.ResponseWriter, r *http.Request, status int, title, message, linkURL, linkText string) {
+	p.pages.render(w, r, status, "notice", map[string]any{
+		"Title": title, "Message": message, "LinkURL": linkURL, "LinkText": linkText,
+	})
+}
+
+// finishLogin starts the session of kind for a user who passed every factor, then goes to
+// dest: the paused authorization request it resumes, another internal path, a registered
+// redirect URI, or the signed-in page.
+func (p *Provider) finishLogin(w http.ResponseWriter, r *http.Request, user *publicauth.User, kind, method string, dest publicauth.Destination) {
+	if kind == publicauth.SessionPublic {
+		if token, ok := strings.CutPrefix(dest.Resume, "/api/oauth/authorize/resume?"); ok {
+			q, _ := url.ParseQuery(token)
+			row, _, _, err := p.pageContext(r, q.Get(requestParam))
+			if err != nil {
+				p.pageFailure(w, r, err)
+				return
+			}
+			p.completeLogin(w, r, user, method, row, q.Get(requestParam))
+			return
+		}
+	}
+	if _, err := p.auth.ReplaceSession(r.Context(), w, r, user, kind, method); err != nil {
+		p.pageFailure(w, r, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	switch {
+	case dest.Resume != "":
+		http.Redirect(w, r, dest.Resume, http.StatusSeeOther)
+	case dest.RedirectURI != "":
+		http.Redirect(w, r, dest.RedirectURI, http.StatusFound)
+	default:
+		p.pages.render(w, r, http.StatusOK, "signed_in", map[string]any{"UserEmail": user.Email})
+	}
+}
+
+// passFirstFactor continues a login whose first factor (password or magic link) passed:
+// to the PIN page when the PIN gate is on for the user, else straight in.
+func (p *Provider) passFirstFactor(w http.ResponseWriter, r *http.Request, user *publicauth.User, method string, dest publicauth.Destination) {
+	if !p.auth.PINRequired(user) {
+		p.finishLogin(w, r, user, publicauth.SessionPublic, method, dest)
+		return
+	}
+	challenge, err := p.auth.StartPINChallenge(r.Context(), user, publicauth.SessionPublic, method, dest)
+	if err != nil {
+		if p.rateLimited(w, r, err) {
+			return
+		}
+		status, msg := publicauth.Describe(err)
+		if status >= 500 && status != http.StatusServiceUnavailable {
+			p.pageFailure(w, r, err)
+			return
+		}
+		p.pages.error(w, r, status, "Could not send your PIN", msg)
+		return
+	}
+	p.renderPIN(w, r, http.StatusOK, challenge.ID, user.Email, "")
+}
+
+func (p *Provider) renderPIN(w http.ResponseWriter, r *http.Request, status int, challenge, email, problem string) {
+	p.renderForm(w, r, status, "pin", "", nil, map[string]any{"Challenge": challenge, "Email": email, "Error": problem})
+}
+
+// pinSubmit checks the PIN of a challenge and, when right, finishes the login it gates.
+func (p *Provider) pinSubmit(w http.ResponseWriter, r *http.Request) {
+	if !p.csrf.verify(r) {
+		p.pages.error(w, r, http.StatusForbidden, "Form expired", "The form expired. Go back, reload the page and try again.")
+		return
+	}
+	if p.rateLimited(w, r, p.auth.CheckRate(r, limitVerifyPIN)) {
+		return
+	}
+	challenge := r.PostFormValue("challenge")
+	user, ch, err := p.auth.VerifyPIN(r.Context(), challenge, strings.TrimSpace(r.PostFormValue("pin")))
+	switch {
+	case errors.Is(err, publicauth.ErrPINMismatch):
+		p.renderPIN(w, r, http.StatusUnauthorized, challenge, "", "That PIN is not right. Check the latest mail and try again.")
+		return
+	case errors.Is(err, publicauth.ErrChallengeInvalid):
+		p.notice(w, r, http.StatusUnauthorized, "Sign in again",
+			"This PIN has expired or was entered wrong too many times.", "/login", "Sign in again")
+		return
+	case err != nil:
+		if !p.rateLimited(w, r, err) {
+			p.pageFailure(w, r, err)
+		}
+		return
+	}
+	p.finishLogin(w, r, user, ch.Kind, ch.Method, ch.Destination)
+}
+
+// magicLinkSubmit mails a sign-in link for the login page's second form. The answer is
+// the same whether or not the account exists.
+func (p *Provider) magicLinkSubmit(w http.ResponseWriter, r *http.Request) {
+	f, ok := p.checkForm(w, r)
+	if !ok {
+		return
+	}
+	email := strings.TrimSpace(r.PostFormValue("email"))
+	err := p.auth.CheckRate(r, limitMagicLink)
+	if err == nil {
+		err = p.auth.RequestMagicLink(r.Context(), publicauth.MagicLinkRequest{Email: email, Resume: resumePath(f.token)})
+	}
+	if err != nil {
+		p.formFailed(w, r, "login", f, map[string]any{"Email": email}, err)
+		return
+	}
+	p.notice(w, r, http.StatusOK, "Check your email",
+		"If a verified account exists for "+email+", we sent it a sign-in link. It works once, for "+
+			humanDuration(p.cfg.PublicAuth.MagicLinkLifespan)+".", "", "")
+}
+
+// magicLogin consumes the link of a magic-link mail (GET /api/public/magic-login?token=).
+// A bad, used or expired link gets the error page and never a redirect.
+func (p *Provider) magicLogin(w http.ResponseWriter, r *http.Request) {
+	if p.rateLimited(w, r, p.auth.CheckRate(r, limitMagicLogin)) {
+		return
+	}
+	user, dest, err := p.auth.ConsumeMagicLink(r.Context(), r.URL.Query().Get("token"))
+	switch {
+	case errors.Is(err, publicauth.ErrInvalidToken):
+		p.pages.error(w, r, http.StatusBadRequest, "Link expired",
+			"This sign-in link is invalid, was already used or has expired. Ask for a new one.")
+		return
+	case errors.Is(err, publicauth.ErrAccountDisabled):
+		p.pages.error(w, r, http.StatusForbidden, "Account disabled", "This account is disabled.")
+		return
+	case err != nil:
+		p.pageFailure(w, r, err)
+		return
+	}
+	p.passFirstFactor(w, r, user, publicauth.MethodMagicLink, dest)
+}
+
+// forgotPasswordSubmit mails a password-reset link; the same answer whatever the account.
+func (p *Provider) forgotPasswordSubmit(w http.ResponseWriter, r *http.Request) {
+	f, ok := p.checkForm(w, r)
+	if !ok {
+		return
+	}
+	email := strings.TrimSpace(r.PostFormValue("email"))
+	err := p.auth.CheckRate(r, limitPasswordReset)
+	if err == nil {
+		err = p.auth.RequestPasswordReset(r.Context(), email)
+	}
+	if err != nil {
+		p.formFailed(w, r, "forgot_password", f, map[string]any{"Email": email}, err)
+		return
+	}
+	p.notice(w, r, http.StatusOK, "Check your email",
+		"If an account exists for "+email+", we sent it a link to choose a new password. It works once, for "+
+			humanDuration(p.cfg.PublicAuth.PasswordResetLifespan)+".", "", "")
+}
+
+// resetPasswordPage shows the form of a password-reset link.
+func (p *Provider) resetPasswordPage(w http.ResponseWriter, r *http.Request) {
+	p.renderForm(w, r, http.StatusOK, "reset_password", "", nil, map[string]any{"Token": r.URL.Query().Get("token")})
+}
+
+// resetPasswordSubmit sets the new password; every session of the user ends.
+func (p *Provider) resetPasswordSubmit(w http.ResponseWriter, r *http.Request) {
+	f, ok := p.checkForm(w, r)
+	if !ok {
+		return
+	}
+	token := r.PostFormValue("token")
+	err := p.auth.CheckRate(r, limitResetPassword)
+	if err == nil {
+		_, err = p.auth.ResetPassword(r.Context(), token, r.PostFormValue("password"))
+	}
+	if errors.Is(err, publicauth.ErrInvalidToken) {
+		p.pages.error(w, r, http.StatusBadRequest, "Link expired",
+			"This password-reset link is invalid, was already used or has expired. Ask for a new one.")
+		return
+	}
+	if err != nil {
+		p.formFailed(w, r, "reset_password", f, map[string]any{"Token": token}, err)
+		return
+	}
+	p.notice(w, r, http.StatusOK, "Password changed",
+		"Your password was changed and every other session was signed out.", "/login", "Sign in")
+}
+
+// verifyEmail consumes the link of a verification mail (GET /api/public/verify-email).
+func (p *Provider) verifyEmail(w http.ResponseWriter, r *http.Request) {
+	if p.rateLimited(w, r, p.auth.CheckRate(r, limitVerifyEmail)) {
+		return
+	}
+	user, err := p.auth.VerifyEmail(r.Context(), r.URL.Query().Get("token"))
+	if errors.Is(err, publicauth.ErrInvalidToken) {
+		p.pages.error(w, r, http.StatusBadRequest, "Link expired",
+			"This verification link is invalid, was already used or has expired.")
+		return
+	}
+	if err != nil {
+		p.pageFailure(w, r, err)
+		return
+	}
+	p.notice(w, r, http.StatusOK, "Email verified", "Thank you: "+user.Email+" is verified.", "/login", "Sign in")
+}
+
+// signedIn shows who is signed in, for logins that began outside any OAuth flow.
+func (p *Provider) signedIn(w http.ResponseWriter, r *http.Request) {
+	_, user, err := p.auth.CurrentSession(r, publicauth.SessionPublic)
+	if err != nil {
+		http.Redirect(w, r, "/login", http.StatusSeeOther)
+		return
+	}
+	p.pages.render(w, r, http.StatusOK, "signed_in", map[string]any{"UserEmail": user.Email})
+}
+
+// humanDuration renders a lifespan for people: "15 minutes", "1 hour", "24 hours".
+func humanDuration(d interface{ Minutes() float64 }) string {
+	m := int(d.Minutes())
+	unit, n := "minute", m
+	if m >= 60 && m%60 == 0 {
+		unit, n = "hour", m/60
+	}
+	if n != 1 {
+		unit += "s"
+	}
+	return strconv.Itoa(n) + " " + unit
+}
