@@ -180,7 +180,7 @@ func (p *Provider) magicLinkSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	p.notice(w, r, http.StatusOK, "Check your email",
 		"If a verified account exists for "+email+", we sent it a sign-in link. It works once, for "+
-			humanDuration(p.cfg.PublicAuth.MagicLinkLifespan)+".", "", "")
+			publicauth.MailData{ExpiresIn: p.cfg.PublicAuth.MagicLinkLifespan}.ExpiresInWords()+".", "", "")
 }
 
 // magicLogin consumes the link of a magic-link mail (GET /api/public/magic-login?token=).
@@ -222,7 +222,7 @@ func (p *Provider) forgotPasswordSubmit(w http.ResponseWriter, r *http.Request) 
 	}
 	p.notice(w, r, http.StatusOK, "Check your email",
 		"If an account exists for "+email+", we sent it a link to choose a new password. It works once, for "+
-			humanDuration(p.cfg.PublicAuth.PasswordResetLifespan)+".", "", "")
+			publicauth.MailData{ExpiresIn: p.cfg.PublicAuth.PasswordResetLifespan}.ExpiresInWords()+".", "", "")
 }
 
 // resetPasswordPage shows the form of a password-reset link.
@@ -280,17 +280,4 @@ func (p *Provider) signedIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.pages.render(w, r, http.StatusOK, "signed_in", map[string]any{"UserEmail": user.Email})
-}
-
-// humanDuration renders a lifespan for people: "15 minutes", "1 hour", "24 hours".
-func humanDuration(d interface{ Minutes() float64 }) string {
-	m := int(d.Minutes())
-	unit, n := "minute", m
-	if m >= 60 && m%60 == 0 {
-		unit, n = "hour", m/60
-	}
-	if n != 1 {
-		unit += "s"
-	}
-	return strconv.Itoa(n) + " " + unit
 }
