@@ -125,6 +125,10 @@ func TestCodeFlow(t *testing.T) {
 					}
 				}
 			}
+			// A refresh token is no bearer token, though fosite's introspection accepts it.
+			if r := e.userinfo(t, tok.RefreshToken); r.status != http.StatusUnauthorized {
+				t.Errorf("userinfo with the refresh token: got %s, want 401", r)
+			}
 		})
 
 		t.Run("token response is Bearer JSON that no cache keeps", func(t *testing.T) {

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/ory/fosite"
-
 	"github.com/gatehouse-id/gatehouse/permissions"
 	"github.com/gatehouse-id/gatehouse/publicauth"
 	"github.com/gatehouse-id/gatehouse/storage"
@@ -33,27 +31,14 @@ var (
 	_ permissions.Directory = permissionSeams{}
 )
 
-// Validate checks bearer as an access token the way introspection does — by its stored row,
-// so a revoked token is refused, and its signature and expiry — and also refuses a token
-// the provider's clock says has expired. A refresh token is no bearer token: fosite's
-// introspection falls back to refresh tokens, so the token use is checked.
+// Validate checks bearer as an access token (see Provider.accessToken).
 func (s permissionSeams) Validate(ctx context.Context, bearer string) (permissions.TokenInfo, error) {
-	if bearer == "" {
+	ar, session, err := s.p.accessToken(ctx, bearer)
+	if errors.Is(err, errInvalidBearer) {
 		return permissions.TokenInfo{}, permissions.ErrInvalidToken
 	}
-	use, ar, err := s.p.oauth.IntrospectToken(ctx, bearer, fosite.AccessToken, newSession())
-	if databaseDown(err) {
+	if err != nil {
 		return permissions.TokenInfo{}, err
-	}
-	if err != nil || use != fosite.AccessToken {
-		return permissions.TokenInfo{}, permissions.ErrInvalidToken
-	}
-	session, ok := ar.GetSession().(*Session)
-	if !ok {
-		return permissions.TokenInfo{}, permissions.ErrInvalidToken
-	}
-	if exp := session.GetExpiresAt(fosite.AccessToken); !exp.IsZero() && !s.p.now().Before(exp) {
-		return permissions.TokenInfo{}, permissions.ErrInvalidToken
 	}
 	return permissions.TokenInfo{
 		Subject:   session.GetSubject(),

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -95,7 +96,7 @@ func (p *Provider) userinfo(w http.ResponseWriter, r *http.Request) {
 		bearerError(w, http.StatusUnauthorized, "invalid_request", "An access token is required.")
 		return
 	}
-	_, ar, err := p.oauth.IntrospectToken(ctx, token, fosite.AccessToken, newSession())
+	ar, session, err := p.accessToken(ctx, token)
 	if databaseDown(err) {
 		bearerError(w, http.StatusServiceUnavailable, "temporarily_unavailable", "The database is unreachable; try again shortly.")
 		return
@@ -104,8 +105,7 @@ func (p *Provider) userinfo(w http.ResponseWriter, r *http.Request) {
 		bearerError(w, http.StatusUnauthorized, "invalid_token", "The access token is invalid, expired or revoked.")
 		return
 	}
-	session, ok := ar.GetSession().(*Session)
-	if !ok || !session.UserBound {
+	if !session.UserBound {
 		bearerError(w, http.StatusUnauthorized, "invalid_token", "The access token was not issued for a user.")
 		return
 	}
@@ -176,4 +176,33 @@ func (p *Provider) logServerError(r *http.Request, msg string, err error) {
 		attrs = append(attrs, "cause", cause.Error())
 	}
 	p.log.ErrorContext(r.Context(), msg, attrs...)
+}
+
+// errInvalidBearer: the bearer token is not a valid access token.
+var errInvalidBearer = errors.New("invalid bearer access token")
+
+// accessToken checks bearer as an access token the way introspection does (by its stored
+// row, so a revoked token is refused, and by its signature and expiry), and also refuses a
+// token the provider's clock says has expired. A refresh token is no bearer token: fosite's
+// introspection falls back to refresh tokens, so the token's use is checked. It returns
+// errInvalidBearer for any refused token, and the store's error when the database fails.
+func (p *Provider) accessToken(ctx context.Context, bearer string) (fosite.Requester, *Session, error) {
+	if bearer == "" {
+		return nil, nil, errInvalidBearer
+	}
+	use, ar, err := p.oauth.IntrospectToken(ctx, bearer, fosite.AccessToken, newSession())
+	if databaseDown(err) {
+		return nil, nil, err
+	}
+	if err != nil || use != fosite.AccessToken {
+		return nil, nil, errInvalidBearer
+	}
+	session, ok := ar.GetSession().(*Session)
+	if !ok {
+		return nil, nil, errInvalidBearer
+	}
+	if exp := session.GetExpiresAt(fosite.AccessToken); !exp.IsZero() && !p.now().Before(exp) {
+		return nil, nil, errInvalidBearer
+	}
+	return ar, session, nil
 }
