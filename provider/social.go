@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"slices"
 
 	"github.com/gatehouse-id/gatehouse/publicauth"
 	"github.com/gatehouse-id/gatehouse/social"
@@ -59,19 +58,10 @@ func (h socialHost) CheckPausedRequest(ctx context.Context, token string) error 
 	return err
 }
 
-// IsRegisteredRedirectURI implements social.Host. It reads every client: registrations are
-// few, and this runs once per social login with a return URL.
+// IsRegisteredRedirectURI implements social.Host with the store's lookup, the one magic
+// links use too.
 func (h socialHost) IsRegisteredRedirectURI(ctx context.Context, uri string) (bool, error) {
-	clients, err := h.p.store.ListClients(ctx)
-	if err != nil {
-		return false, err
-	}
-	for _, c := range clients {
-		if slices.Contains(c.RedirectURIs, uri) {
-			return true, nil
-		}
-	}
-	return false, nil
+	return h.p.store.IsRegisteredRedirectURI(ctx, uri)
 }
 
 // CompleteLogin implements social.Host with the hosted pages' completeLogin.
