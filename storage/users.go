@@ -101,8 +101,10 @@ func (s *Store) UserByEmail(ctx context.Context, email string) (*publicauth.User
 	return m.toUser(), nil
 }
 
-// UpdateUser overwrites the stored user matched by u.ID with every field of u but ID and
-// CreatedAt, and sets UpdatedAt (in the store and in u) to now. It returns
+// UpdateUser overwrites the stored user matched by u.ID with every field of u but ID,
+// CreatedAt and SocialProviders, and sets UpdatedAt (in the store and in u) to now.
+// SocialProviders is derived from the linked identities and kept in step by the identity
+// store alone, so a concurrent read-modify-write here cannot drop a provider. It returns
 // publicauth.ErrUserNotFound when there is no such user and publicauth.ErrEmailTaken when
 // the new email collides with another user's.
 func (s *Store) UpdateUser(ctx context.Context, u *publicauth.User) error {
@@ -110,16 +112,15 @@ func (s *Store) UpdateUser(ctx context.Context, u *publicauth.User) error {
 	var affected int64
 	err := s.guarded(ctx, func(db *gorm.DB) error {
 		res := db.Model(&userModel{}).Where("id = ?", u.ID).Updates(map[string]any{
-			"email":            u.Email,
-			"email_lower":      emailKey(u.Email),
-			"email_verified":   u.EmailVerified,
-			"name":             u.Name,
-			"password_hash":    u.PasswordHash,
-			"role":             u.Role,
-			"status":           u.Status,
-			"require_pin":      u.RequirePIN,
-			"social_providers": stringList(u.SocialProviders),
-			"updated_at":       now,
+			"email":          u.Email,
+			"email_lower":    emailKey(u.Email),
+			"email_verified": u.EmailVerified,
+			"name":           u.Name,
+			"password_hash":  u.PasswordHash,
+			"role":           u.Role,
+			"status":         u.Status,
+			"require_pin":    u.RequirePIN,
+			"updated_at":     now,
 		})
 		affected = res.RowsAffected
 		return res.Error
