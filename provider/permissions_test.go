@@ -85,19 +85,33 @@ func (e *permEnv) clientToken(t *testing.T, c provider.ClientInfo, scopes ...str
 // sends the `public-session` cookie it set.
 func (e *permEnv) publicSession(t *testing.T, email string) func(*http.Request) {
 	t.Helper()
-	r := e.sendJSON(t, http.MethodPost, "/api/public/login",
+	return e.sessionCookie(t, "/api/public/login", "public-session", email)
+}
+
+// adminSession logs email in through POST /api/admin/login and returns a decorator adding
+// its admin-session cookie.
+func (e *permEnv) adminSession(t *testing.T, email string) func(*http.Request) {
+	t.Helper()
+	return e.sessionCookie(t, "/api/admin/login", "admin-session", email)
+}
+
+// sessionCookie logs email in at the login endpoint path and returns a decorator adding
+// the session cookie it set.
+func (e *permEnv) sessionCookie(t *testing.T, path, name, email string) func(*http.Request) {
+	t.Helper()
+	r := e.sendJSON(t, http.MethodPost, path,
 		fmt.Sprintf(`{"email": %q, "password": %q}`, email, testPassword), nil)
 	if r.status != http.StatusOK {
-		t.Fatalf("login as %s: got %s, want 200", email, r)
+		t.Fatalf("login as %s at %s: got %s, want 200", email, path, r)
 	}
 	var cookie *http.Cookie
 	for _, c := range (&http.Response{Header: r.header}).Cookies() {
-		if c.Name == "public-session" {
+		if c.Name == name {
 			cookie = c
 		}
 	}
 	if cookie == nil {
-		t.Fatalf("login as %s set no public-session cookie", email)
+		t.Fatalf("login as %s at %s set no %s cookie", email, path, name)
 	}
 	return func(req *http.Request) { req.AddCookie(&http.Cookie{Name: cookie.Name, Value: cookie.Value}) }
 }
@@ -230,6 +244,7 @@ func TestPermissionAccessTable(t *testing.T) {
 			"client token of another client":     bearerOf(e.clientToken(t, e.other, "manage_permissions")),
 			"public-session of an admin":         e.publicSession(t, e.admin.Email),
 			"public-session of a user":           e.publicSession(t, e.bob.Email),
+			"admin-session":                      e.adminSession(t, e.admin.Email),
 		}
 
 		alice := e.alice.ID
@@ -276,6 +291,7 @@ func TestPermissionAccessTable(t *testing.T) {
 			table[name] = map[string]outcome{
 				"no credentials": noCredentials, "garbage bearer": badToken, "revoked token": badToken, "expired token": badToken,
 				"public-session of an admin": noCredentials, "public-session of a user": noCredentials,
+				"admin-session": noCredentials,
 			}
 		}
 		set := func(route string, cells map[string]outcome) {
@@ -287,6 +303,7 @@ func TestPermissionAccessTable(t *testing.T) {
 			"user token": allowed, "user token with manage_permissions": allowed, "user token of another user": subjectMismatch,
 			"user token of another client": clientMismatch, "client token": allowed, "client token without scope": scopeMissing,
 			"client token of another client": clientMismatch, "public-session of an admin": allowed, "public-session of a user": notAdmin,
+			"admin-session": allowed,
 		})
 		for _, name := range []string{"PUT", "DELETE"} {
 			set(name, map[string]outcome{
@@ -304,7 +321,7 @@ func TestPermissionAccessTable(t *testing.T) {
 			for _, caller := range append(slices.Clone(tokenCallers), credentialFailed...) {
 				table[name][caller] = noAdminSession
 			}
-			set(name, map[string]outcome{"public-session of an admin": allowed, "public-session of a user": notAdmin})
+			set(name, map[string]outcome{"public-session of an admin": allowed, "public-session of a user": notAdmin, "admin-session": allowed})
 		}
 
 		seed := func(t *testing.T) {
