@@ -3,6 +3,8 @@ package publicauth
 import (
 	"errors"
 	"net/http"
+
+	"github.com/gorilla/mux"
 )
 
 // Admin decides whether r comes from an admin: it returns the user of r's `admin-session`,
@@ -26,4 +28,41 @@ func (s *Service) Admin(r *http.Request) (*User, error) {
 		return nil, ErrNotAdmin
 	}
 	return u, nil
+}
+
+// adminUserRequest is the body of PATCH /api/admin/users/{userId}: the settings to change,
+// each optional.
+type adminUserRequest struct {
+	RequirePIN *bool `json:"requirePin"`
+}
+
+// adminUserView is a user as the admin API shows it: the session view plus admin settings.
+type adminUserView struct {
+	userView
+	RequirePIN bool `json:"requirePin"`
+}
+
+// adminUpdateUser serves PATCH /api/admin/users/{userId} for admins (Admin: 401 without a
+// session, 403 for a non-admin): {"requirePin": true|false} turns the user's PIN gate on or
+// off. 200 with the user; 400 for a body that changes nothing; 404 for an unknown user.
+func (h *handlers) adminUpdateUser(w http.ResponseWriter, r *http.Request) {
+	if _, err := h.s.Admin(r); err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	var req adminUserRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	if req.RequirePIN == nil {
+		h.s.writeError(w, r, &InputError{Field: "requirePin", Reason: "is required"})
+		return
+	}
+	u, err := h.s.SetRequirePIN(r.Context(), mux.Vars(r)["userId"], *req.RequirePIN)
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, adminUserView{userView: newUserView(u), RequirePIN: u.RequirePIN})
 }

@@ -20,6 +20,7 @@ import (
 //	POST /api/public/logout
 //	POST /api/admin/login
 //	POST /api/admin/logout
+//	PATCH /api/admin/users/{userId}
 //	GET  /api/sso/validate
 //
 // The links mail opens (GET /api/public/verify-email, GET /api/public/magic-login) are browser
@@ -44,6 +45,7 @@ func (s *Service) Routes(r *mux.Router) {
 		{http.MethodPost, "/api/public/logout", h.logout},
 		{http.MethodPost, "/api/admin/login", h.adminLogin},
 		{http.MethodPost, "/api/admin/logout", h.adminLogout},
+		{http.MethodPatch, "/api/admin/users/{userId}", h.adminUpdateUser},
 		{http.MethodGet, "/api/sso/validate", h.ssoValidate},
 	} {
 		r.HandleFunc(route.path, route.handle).Methods(route.method)

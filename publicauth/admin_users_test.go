@@ -1,0 +1,57 @@
+package publicauth_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	"github.com/gatehouse-id/gatehouse/publicauth"
+	"github.com/gatehouse-id/gatehouse/storage/storagetest"
+)
+
+// TestAdminUpdateUser covers PATCH /api/admin/users/{userId}: who may call it and what it
+// answers.
+func TestAdminUpdateUser(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
+		e := newEnv(t, b, publicauth.Config{})
+		const pw = "correct horse battery"
+		if _, err := e.svc.CreateUser(context.Background(), publicauth.UserInput{
+			Email: "root@example.com", Password: pw, Name: "Root", Role: publicauth.RoleAdmin, Verified: true,
+		}); err != nil {
+			t.Fatal(err)
+		}
+		jo := e.register(t, "jo@example.com", pw, "Jo")
+		admin, user := e.login(t, "root@example.com", pw), e.login(t, jo.Email, pw)
+		path := "/api/admin/users/" + jo.ID
+		for _, tc := range []struct {
+			name    string
+			path    string
+			body    string
+			cookies []*http.Cookie
+			status  int
+			want    string
+		}{
+			{"no session", path, `{"requirePin": true}`, nil, 401, `{"error":"Unauthorized","message":"no valid session"}`},
+			{"a user who is not an admin", path, `{"requirePin": true}`, []*http.Cookie{user}, 403, `{"error":"Forbidden","message":"admin role required"}`},
+			{"nothing to change", path, `{}`, []*http.Cookie{admin}, 400, `{"error":"Bad Request","message":"requirePin is required"}`},
+			{"not a boolean", path, `{"requirePin": "yes"}`, []*http.Cookie{admin}, 400, `{"error":"Bad Request","message":"requirePin must be a JSON bool"}`},
+			{"unknown user", "/api/admin/users/no-such-user", `{"requirePin": true}`, []*http.Cookie{admin}, 404, `{"error":"Not Found","message":"user not found"}`},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				res := e.do(t, http.MethodPatch, tc.path, "application/json", tc.body, tc.cookies...)
+				wantStatus(t, res, tc.status)
+				wantBody(t, res, tc.want)
+			})
+		}
+
+		res := e.do(t, http.MethodPatch, path, "application/json", `{"requirePin": true}`, admin)
+		wantStatus(t, res, http.StatusOK)
+		if got := res.json(t); got["requirePin"] != true || got["id"] != jo.ID {
+			t.Errorf("PATCH answered %s, want jo with requirePin true", res.body)
+		}
+		login := e.postJSON(t, "/api/public/login", map[string]string{"email": jo.Email, "password": pw})
+		if login.json(t)["pinRequired"] != true {
+			t.Errorf("login after the admin turned the gate on: %s, want pinRequired", login.body)
+		}
+	})
+}
