@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -347,7 +348,7 @@ func verifyIDToken(ctx context.Context, op *oidc.Provider, clientID string, tok 
 	return cl, nil
 }
 
-// hostedForm is the one form of a hosted page.
+// hostedForm is a form of a hosted page.
 type hostedForm struct {
 	action  *url.URL
 	method  string
@@ -355,8 +356,9 @@ type hostedForm struct {
 	buttons url.Values // every named submit button with its value
 }
 
-// parseForm finds the single form of the page at page.
-func parseForm(t *testing.T, page *url.URL, body []byte) hostedForm {
+// parseForm finds the single form of the page at page that posts to the path action (the
+// login page also has the magic-link form).
+func parseForm(t *testing.T, page *url.URL, body []byte, action string) hostedForm {
 	t.Helper()
 	doc, err := html.Parse(bytes.NewReader(body))
 	if err != nil {
@@ -390,8 +392,9 @@ func parseForm(t *testing.T, page *url.URL, body []byte) hostedForm {
 		}
 	}
 	walk(doc, nil)
+	forms = slices.DeleteFunc(forms, func(f hostedForm) bool { return f.action.Path != action })
 	if len(forms) != 1 {
-		t.Fatalf("page %s has %d forms, want 1:\n%s", page, len(forms), body)
+		t.Fatalf("page %s has %d forms posting to %s, want 1:\n%s", page, len(forms), action, body)
 	}
 	return forms[0]
 }
@@ -479,12 +482,12 @@ func TestServerProcess(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || resp.Request.URL.Path != "/login" {
 		t.Fatalf("authorize ended at %d %s, want 200 /login:\n%s", resp.StatusCode, resp.Request.URL, body)
 	}
-	login := parseForm(t, resp.Request.URL, body)
+	login := parseForm(t, resp.Request.URL, body, "/login")
 	resp, body = login.submit(t, hc, url.Values{"email": {testEmail}, "password": {testPassword}})
 	if resp.StatusCode != http.StatusOK || resp.Request.URL.Path != "/consent" {
 		t.Fatalf("login ended at %d %s, want 200 /consent:\n%s", resp.StatusCode, resp.Request.URL, body)
 	}
-	consent := parseForm(t, resp.Request.URL, body)
+	consent := parseForm(t, resp.Request.URL, body, "/consent")
 	if got := consent.buttons["decision"]; strings.Join(got, ",") != "allow,deny" {
 		t.Fatalf("consent buttons decision=%q, want allow and deny", got)
 	}
