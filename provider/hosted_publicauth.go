@@ -153,6 +153,9 @@ func (p *Provider) pinSubmit(w http.ResponseWriter, r *http.Request) {
 		p.notice(w, r, http.StatusUnauthorized, "Sign in again",
 			"This PIN has expired or was entered wrong too many times.", "/login", "Sign in again")
 		return
+	case errors.Is(err, publicauth.ErrAccountDisabled):
+		p.pages.error(w, r, http.StatusForbidden, "Account disabled", "This account is disabled.")
+		return
 	case err != nil:
 		if !p.rateLimited(w, r, err) {
 			p.pageFailure(w, r, err)
@@ -251,7 +254,7 @@ func (p *Provider) resetPasswordSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.notice(w, r, http.StatusOK, "Password changed",
-		"Your password was changed and every other session was signed out.", "/login", "Sign in")
+		"Your password was changed and every session of your account was signed out. Sign in with the new password.", "/login", "Sign in")
 }
 
 // verifyEmail consumes the link of a verification mail (GET /api/public/verify-email).

@@ -184,12 +184,20 @@ func TestHostedPINGateInCodeFlow(t *testing.T) {
 			// A wrong PIN shows the PIN page again with 401; the right one then passes.
 			wrong := br.submitPIN(t, f, wrongPIN(pin))
 			wantPINPage(t, wrong, http.StatusUnauthorized)
-			if !strings.Contains(wrong.body, "PIN is not right") {
+			if !strings.Contains(wrong.body, "PIN is not right") || !strings.Contains(wrong.body, "We sent you a 6-digit PIN by email") {
 				t.Errorf("wrong PIN page does not say so:\n%s", wrong)
 			}
 			finishFlow(t, e, rp, ar, br.submitPIN(t, f, pin), user)
 			// The challenge is spent.
 			wantErrorPage(t, br.submitPIN(t, f, pin), http.StatusUnauthorized, "Sign in again")
+
+			// With the gate turned off the password alone signs in.
+			if _, err := e.p.SetUserRequirePIN(context.Background(), user.Email, false); err != nil {
+				t.Fatal(err)
+			}
+			fresh := e.browser(t)
+			ar = rp.start()
+			finishFlow(t, e, rp, ar, fresh.login(t, fresh.get(t, ar.String()), user.Email), user)
 		})
 
 		t.Run("five wrong PINs end the challenge", func(t *testing.T) {
