@@ -3,10 +3,12 @@ package provider_test
 import (
 	"context"
 	"crypto/rand"
+	"html"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -216,6 +218,15 @@ func TestHostedPINGateInCodeFlow(t *testing.T) {
 			if s := e.publicSession(t, br); s["isValid"] != false {
 				t.Errorf("session after a killed challenge: got %v, want none", s)
 			}
+
+			// The notice's link signs in again within the same authorization request.
+			again := regexp.MustCompile(`href="(/login\?request=[^"]+)"`).FindStringSubmatch(fifth.body)
+			if again == nil {
+				t.Fatalf("the notice has no link back to the login page of the request:\n%s", fifth)
+			}
+			f = wantPINPage(t, br.login(t, br.get(t, e.issuer+html.UnescapeString(again[1])), user.Email), http.StatusOK)
+			pin = smtptest.PIN(t, mail.WaitFor(t, user.Email))
+			finishFlow(t, e, rp, ar, br.submitPIN(t, f, pin), user)
 		})
 
 		t.Run("magic link then PIN", func(t *testing.T) {
