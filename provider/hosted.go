@@ -160,7 +160,7 @@ func (p *Provider) completeLogin(w http.ResponseWriter, r *http.Request, user *p
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	http.Redirect(w, r, "/api/oauth/authorize/resume?"+url.Values{requestParam: {token}}.Encode(), http.StatusSeeOther)
+	http.Redirect(w, r, resumePath(token), http.StatusSeeOther)
 }
 
 func (p *Provider) consentPage(w http.ResponseWriter, r *http.Request) {

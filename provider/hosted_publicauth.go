@@ -38,7 +38,28 @@ func resumePath(token string) string {
 	if token == "" {
 		return signedInPath
 	}
-	return "/api/oauth/authorize/resume?" + url.Values{requestParam: {token}}.Encode()
+	return resumePrefix + url.Values{requestParam: {token}}.Encode()
+}
+
+const resumePrefix = "/api/oauth/authorize/resume?"
+
+// resumedRequest is the paused-request token that dest resumes, or "" when dest is not a
+// paused authorization request.
+func resumedRequest(dest publicauth.Destination) string {
+	query, ok := strings.CutPrefix(dest.Resume, resumePrefix)
+	if !ok {
+		return ""
+	}
+	q, _ := url.ParseQuery(query)
+	return q.Get(requestParam)
+}
+
+// loginPath is the login page, inside the paused request token when there is one.
+func loginPath(token string) string {
+	if token == "" {
+		return "/login"
+	}
+	return "/login?" + url.Values{requestParam: {token}}.Encode()
 }
 
 // rateLimited answers a refused attempt with 429, Retry-After and the error page, and
@@ -80,17 +101,14 @@ func (p *Provider) notice(w http.ResponseWriter, r *http.Request, status int, ti
 // dest: the paused authorization request it resumes, another internal path, a registered
 // redirect URI, or the signed-in page.
 func (p *Provider) finishLogin(w http.ResponseWriter, r *http.Request, user *publicauth.User, kind, method string, dest publicauth.Destination) {
-	if kind == publicauth.SessionPublic {
-		if token, ok := strings.CutPrefix(dest.Resume, "/api/oauth/authorize/resume?"); ok {
-			q, _ := url.ParseQuery(token)
-			row, _, _, err := p.pageContext(r, q.Get(requestParam))
-			if err != nil {
-				p.pageFailure(w, r, err)
-				return
-			}
-			p.completeLogin(w, r, user, method, row, q.Get(requestParam))
+	if token := resumedRequest(dest); kind == publicauth.SessionPublic && token != "" {
+		row, _, _, err := p.pageContext(r, token)
+		if err != nil {
+			p.pageFailure(w, r, err)
 			return
 		}
+		p.completeLogin(w, r, user, method, row, token)
+		return
 	}
 	if _, err := p.auth.ReplaceSession(r.Context(), w, r, user, kind, method); err != nil {
 		p.pageFailure(w, r, err)
@@ -127,11 +145,13 @@ func (p *Provider) passFirstFactor(w http.ResponseWriter, r *http.Request, user 
 		p.pages.error(w, r, status, "Could not send your PIN", msg)
 		return
 	}
-	p.renderPIN(w, r, http.StatusOK, challenge.ID, user.Email, "")
+	p.renderPIN(w, r, http.StatusOK, challenge.ID, resumedRequest(dest), user.Email, "")
 }
 
-func (p *Provider) renderPIN(w http.ResponseWriter, r *http.Request, status int, challenge, email, problem string) {
-	p.renderForm(w, r, status, "pin", "", nil, map[string]any{"Challenge": challenge, "Email": email, "Error": problem})
+// renderPIN renders the PIN page of challenge. token, the paused request the login
+// resumes, only lets a user whose challenge ended sign in again within the same flow.
+func (p *Provider) renderPIN(w http.ResponseWriter, r *http.Request, status int, challenge, token, email, problem string) {
+	p.renderForm(w, r, status, "pin", token, nil, map[string]any{"Challenge": challenge, "Email": email, "Error": problem})
 }
 
 // pinSubmit checks the PIN of a challenge and, when right, finishes the login it gates.
@@ -143,15 +163,18 @@ func (p *Provider) pinSubmit(w http.ResponseWriter, r *http.Request) {
 	if p.rateLimited(w, r, p.auth.CheckRate(r, limitVerifyPIN)) {
 		return
 	}
-	challenge := r.PostFormValue("challenge")
+	challenge, token := r.PostFormValue("challenge"), r.PostFormValue(requestParam)
 	user, ch, err := p.auth.VerifyPIN(r.Context(), challenge, strings.TrimSpace(r.PostFormValue("pin")))
 	switch {
 	case errors.Is(err, publicauth.ErrPINMismatch):
-		p.renderPIN(w, r, http.StatusUnauthorized, challenge, "", "That PIN is not right. Check the latest mail and try again.")
+		p.renderPIN(w, r, http.StatusUnauthorized, challenge, token, "", "That PIN is not right. Check the latest mail and try again.")
 		return
 	case errors.Is(err, publicauth.ErrChallengeInvalid):
 		p.notice(w, r, http.StatusUnauthorized, "Sign in again",
-			"This PIN has expired or was entered wrong too many times.", "/login", "Sign in again")
+			"This PIN has expired or was entered wrong too many times.", loginPath(token), "Sign in again")
+		return
+	case errors.Is(err, publicauth.ErrAccountDisabled):
+		p.pages.error(w, r, http.StatusForbidden, "Account disabled", "This account is disabled.")
 		return
 	case err != nil:
 		if !p.rateLimited(w, r, err) {
@@ -251,7 +274,7 @@ func (p *Provider) resetPasswordSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.notice(w, r, http.StatusOK, "Password changed",
-		"Your password was changed and every other session was signed out.", "/login", "Sign in")
+		"Your password was changed and every session of your account was signed out. Sign in with the new password.", "/login", "Sign in")
 }
 
 // verifyEmail consumes the link of a verification mail (GET /api/public/verify-email).

@@ -137,6 +137,40 @@ func testAdminCommands(t *testing.T, dsn string, env map[string]string) {
 		t.Errorf("user create prints a password field: %v", user)
 	}
 
+	// The PIN gate of one user: on at creation, off and on again with user update (by email
+	// or id); a bad value or an unknown user is refused.
+	var pinUser map[string]any
+	decodeJSON(t, mustRun(t, env, "user", "create", "--email", "pin@example.com", "--password", "correct horse battery staple",
+		"--name", "Pat Pin", "--require-pin"), &pinUser)
+	if pinUser["requirePin"] != true {
+		t.Errorf("user create --require-pin: got %v, want requirePin true", pinUser)
+	}
+	var updated map[string]any
+	decodeJSON(t, mustRun(t, env, "user", "update", "--user", "PIN@example.com", "--require-pin=false"), &updated)
+	if updated["id"] != pinUser["id"] || updated["requirePin"] != false {
+		t.Errorf("user update --require-pin=false: got %v, want %v with requirePin false", updated, pinUser["id"])
+	}
+	decodeJSON(t, mustRun(t, env, "user", "update", "--user", pinUser["id"].(string), "--require-pin", "true"), &updated)
+	if updated["requirePin"] != true {
+		t.Errorf("user update --require-pin true: got %v, want requirePin true", updated)
+	}
+	if user["requirePin"] != false {
+		t.Errorf("user create without --require-pin: got %v, want requirePin false", user)
+	}
+	for _, args := range [][]string{
+		{"user", "update", "--user", "pin@example.com", "--require-pin", "maybe"},
+		{"user", "update", "--user", "pin@example.com"},
+		{"user", "update", "--require-pin=true"},
+	} {
+		if code, stdout, stderr := runMain(t, env, args...); code != 2 || stdout != "" || stderr == "" {
+			t.Errorf("%s: got exit %d, stdout %q, stderr %q; want 2 and a usage message", strings.Join(args, " "), code, stdout, stderr)
+		}
+	}
+	code, stdout, stderr = runMain(t, env, "user", "update", "--user", "nobody@example.com", "--require-pin=true")
+	if code != 1 || stdout != "" || !strings.Contains(stderr, "nobody@example.com") {
+		t.Errorf("updating a missing user: got exit %d, stdout %q, stderr %q; want 1 and a message naming it", code, stdout, stderr)
+	}
+
 	var keys []map[string]any
 	decodeJSON(t, mustRun(t, env, "keys", "rotate"), &keys)
 	active := map[string]int{}

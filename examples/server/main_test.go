@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -28,6 +29,8 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/net/html"
 	"golang.org/x/oauth2"
+
+	"github.com/gatehouse-id/gatehouse/publicauth/smtptest"
 )
 
 // These tests build the real binary and drive it as an operator and a relying party would:
@@ -171,10 +174,10 @@ func (gh *gatehouse) createClient(t *testing.T, id, redirectURI string) clientIn
 	return c
 }
 
-// createUser creates the test user.
-func (gh *gatehouse) createUser(t *testing.T) {
+// createUser creates the test user with the extra flags of "user create".
+func (gh *gatehouse) createUser(t *testing.T, extra ...string) {
 	t.Helper()
-	out := gh.admin(t, "user", "create", "--email", testEmail, "--password", testPassword, "--name", testName)
+	out := gh.admin(t, append([]string{"user", "create", "--email", testEmail, "--password", testPassword, "--name", testName}, extra...)...)
 	var u struct {
 		ID    string `json:"id"`
 		Email string `json:"email"`
@@ -204,14 +207,14 @@ type serverProcess struct {
 	waitErr error         // the process's exit, set before exited is closed
 }
 
-// serve starts "gatehouse serve" on a free port of 127.0.0.1 and waits until /readyz
+// serve starts "gatehouse serve" with the extra flags on a free port of 127.0.0.1 and waits until /readyz
 // answers 200. Unless the test stops it, it is stopped (SIGTERM, then SIGKILL) at cleanup.
-func (gh *gatehouse) serve(t *testing.T) *serverProcess {
+func (gh *gatehouse) serve(t *testing.T, extra ...string) *serverProcess {
 	t.Helper()
 	addr := freeAddr(t)
 	s := &serverProcess{issuer: "http://" + addr, stderr: &lockedBuffer{}, exited: make(chan struct{})}
-	s.cmd = exec.Command(gh.bin, "serve", "--addr", addr, "--issuer", s.issuer,
-		"--dsn", gh.dsn, "--secret", testSecret)
+	s.cmd = exec.Command(gh.bin, append([]string{"serve", "--addr", addr, "--issuer", s.issuer,
+		"--dsn", gh.dsn, "--secret", testSecret}, extra...)...)
 	s.cmd.Stdout, s.cmd.Stderr = s.stderr, s.stderr
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -347,7 +350,7 @@ func verifyIDToken(ctx context.Context, op *oidc.Provider, clientID string, tok 
 	return cl, nil
 }
 
-// hostedForm is the one form of a hosted page.
+// hostedForm is a form of a hosted page.
 type hostedForm struct {
 	action  *url.URL
 	method  string
@@ -355,8 +358,9 @@ type hostedForm struct {
 	buttons url.Values // every named submit button with its value
 }
 
-// parseForm finds the single form of the page at page.
-func parseForm(t *testing.T, page *url.URL, body []byte) hostedForm {
+// parseForm finds the single form of the page at page that posts to the path action (the
+// login page also has the magic-link form).
+func parseForm(t *testing.T, page *url.URL, body []byte, action string) hostedForm {
 	t.Helper()
 	doc, err := html.Parse(bytes.NewReader(body))
 	if err != nil {
@@ -390,8 +394,9 @@ func parseForm(t *testing.T, page *url.URL, body []byte) hostedForm {
 		}
 	}
 	walk(doc, nil)
+	forms = slices.DeleteFunc(forms, func(f hostedForm) bool { return f.action.Path != action })
 	if len(forms) != 1 {
-		t.Fatalf("page %s has %d forms, want 1:\n%s", page, len(forms), body)
+		t.Fatalf("page %s has %d forms posting to %s, want 1:\n%s", page, len(forms), action, body)
 	}
 	return forms[0]
 }
@@ -479,12 +484,12 @@ func TestServerProcess(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || resp.Request.URL.Path != "/login" {
 		t.Fatalf("authorize ended at %d %s, want 200 /login:\n%s", resp.StatusCode, resp.Request.URL, body)
 	}
-	login := parseForm(t, resp.Request.URL, body)
+	login := parseForm(t, resp.Request.URL, body, "/login")
 	resp, body = login.submit(t, hc, url.Values{"email": {testEmail}, "password": {testPassword}})
 	if resp.StatusCode != http.StatusOK || resp.Request.URL.Path != "/consent" {
 		t.Fatalf("login ended at %d %s, want 200 /consent:\n%s", resp.StatusCode, resp.Request.URL, body)
 	}
-	consent := parseForm(t, resp.Request.URL, body)
+	consent := parseForm(t, resp.Request.URL, body, "/consent")
 	if got := consent.buttons["decision"]; strings.Join(got, ",") != "allow,deny" {
 		t.Fatalf("consent buttons decision=%q, want allow and deny", got)
 	}
@@ -642,13 +647,62 @@ func newRP(op *oidc.Provider, conf *oauth2.Config) http.Handler {
 	return mux
 }
 
-func TestBrowserLogin(t *testing.T) {
+// requireChromium skips the test when Chromium is missing, except on CI where it fails.
+func requireChromium(t *testing.T) {
+	t.Helper()
 	if _, err := os.Stat(chromiumPath); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("%s is needed on CI: %v", chromiumPath, err)
 		}
 		t.Skipf("no Chromium at %s", chromiumPath)
 	}
+}
+
+// startChromium starts a headless Chromium with a fresh profile for the test and returns
+// its context; it stops when ctx ends or the test returns.
+func startChromium(t *testing.T, ctx context.Context) context.Context {
+	t.Helper()
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx,
+		chromedp.ExecPath(chromiumPath),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.UserDataDir(t.TempDir()),
+	)
+	t.Cleanup(cancelAlloc)
+	browserCtx, cancelBrowser := chromedp.NewContext(allocCtx)
+	t.Cleanup(cancelBrowser)
+	// Start the browser outside the budget of the sign-in itself.
+	if err := chromedp.Do(browserCtx); err != nil {
+		t.Fatalf("start %s: %v", chromiumPath, err)
+	}
+	return browserCtx
+}
+
+// location stores the browser's current URL in dst.
+func location(dst *string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) (err error) {
+		*dst, err = chromedp.Location()(ctx, tg)
+		return err
+	})
+}
+
+// browserStuck describes where the browser is and what it shows, for a failure message.
+func browserStuck(browserCtx context.Context) string {
+	dumpCtx, cancelDump := context.WithTimeout(browserCtx, 5*time.Second)
+	defer cancelDump()
+	at, _ := chromedp.Run(dumpCtx, chromedp.Location())
+	page, _ := chromedp.Run(dumpCtx, chromedp.Text(chromedp.CSS("body")))
+	return fmt.Sprintf("stuck at %s showing:\n%s", at, page)
+}
+
+func TestBrowserLogin(t *testing.T) {
+	requireChromium(t)
 	gh := newGatehouse(t)
 	rp := httptest.NewUnstartedServer(nil)
 	redirectURI := "http://" + rp.Listener.Addr().String() + "/callback"
@@ -676,35 +730,10 @@ func TestBrowserLogin(t *testing.T) {
 		t.Errorf("login page Content-Security-Policy %q, want frame-ancestors 'none'", csp)
 	}
 
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx,
-		chromedp.ExecPath(chromiumPath),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.NoFirstRun,
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.UserDataDir(t.TempDir()),
-	)
-	defer cancelAlloc()
-	browserCtx, cancelBrowser := chromedp.NewContext(allocCtx)
-	defer cancelBrowser()
-	// Start the browser outside the 30s budget of the sign-in itself.
-	if err := chromedp.Do(browserCtx); err != nil {
-		t.Fatalf("start %s: %v", chromiumPath, err)
-	}
-
+	browserCtx := startChromium(t, ctx)
 	runCtx, cancelRun := context.WithTimeout(browserCtx, 30*time.Second)
 	defer cancelRun()
 	var loginURL, consentURL, who, finalURL string
-	location := func(dst *string) chromedp.Action[chromedp.Void] {
-		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) (err error) {
-			*dst, err = chromedp.Location()(ctx, tg)
-			return err
-		})
-	}
 	err = chromedp.Do(runCtx,
 		chromedp.Navigate(rp.URL+"/start"),
 		chromedp.WaitVisible(chromedp.ID("email")),
@@ -723,17 +752,77 @@ func TestBrowserLogin(t *testing.T) {
 		location(&finalURL),
 	)
 	if err != nil {
-		dumpCtx, cancelDump := context.WithTimeout(browserCtx, 5*time.Second)
-		defer cancelDump()
-		at, _ := chromedp.Run(dumpCtx, chromedp.Location())
-		page, _ := chromedp.Run(dumpCtx, chromedp.Text(chromedp.CSS("body")))
-		t.Fatalf("browser sign-in: %v\nlogin page %q, consent page %q\nstuck at %s showing:\n%s", err, loginURL, consentURL, at, page)
+		t.Fatalf("browser sign-in: %v\nlogin page %q, consent page %q\n%s", err, loginURL, consentURL, browserStuck(browserCtx))
 	}
 	if !strings.HasPrefix(loginURL, srv.issuer+"/login?") {
 		t.Errorf("login page at %s, want %s/login?request=…", loginURL, srv.issuer)
 	}
 	if !strings.HasPrefix(consentURL, srv.issuer+"/consent?") {
 		t.Errorf("consent page at %s, want %s/consent?request=…", consentURL, srv.issuer)
+	}
+	if !strings.HasPrefix(finalURL, redirectURI+"?") {
+		t.Errorf("browser ended at %s, want %s", finalURL, redirectURI)
+	}
+	if want := "signed in as " + testEmail; who != want {
+		t.Errorf("relying party shows %q, want %q", who, want)
+	}
+}
+
+// TestBrowserPINLogin signs in through the PIN gate in Chromium: the user, created with
+// --require-pin, passes the password, gets a PIN mailed through SMTP to a test server, types
+// it on the PIN page, consents and lands signed in at the relying party.
+func TestBrowserPINLogin(t *testing.T) {
+	requireChromium(t)
+	mail := smtptest.Start(t)
+	gh := newGatehouse(t)
+	rp := httptest.NewUnstartedServer(nil)
+	redirectURI := "http://" + rp.Listener.Addr().String() + "/callback"
+	client := gh.createClient(t, "pin-rp", redirectURI)
+	gh.createUser(t, "--require-pin")
+	srv := gh.serve(t, "--smtp-url", mail.URL(), "--mail-from", "Gatehouse <no-reply@example.com>")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	op, conf := relyingParty(t, ctx, srv, client, redirectURI)
+	rp.Config.Handler = newRP(op, conf)
+	rp.Start()
+	defer rp.Close()
+
+	browserCtx := startChromium(t, ctx)
+	runCtx, cancelRun := context.WithTimeout(browserCtx, 30*time.Second)
+	defer cancelRun()
+	var pinURL, who, finalURL string
+	err := chromedp.Do(runCtx,
+		chromedp.Navigate(rp.URL+"/start"),
+		chromedp.WaitVisible(chromedp.ID("password")),
+		chromedp.SendKeys(chromedp.ID("email"), testEmail),
+		chromedp.SendKeys(chromedp.ID("password"), testPassword),
+		chromedp.Click(chromedp.CSS(`form[action="/login"] button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("pin")),
+		location(&pinURL),
+	)
+	if err != nil {
+		t.Fatalf("browser password step: %v\n%s", err, browserStuck(browserCtx))
+	}
+	if pinURL != srv.issuer+"/login" {
+		t.Errorf("PIN page at %s, want the answer to the login form, %s/login", pinURL, srv.issuer)
+	}
+	pin := smtptest.PIN(t, mail.WaitFor(t, testEmail))
+
+	err = chromedp.Do(runCtx,
+		chromedp.SendKeys(chromedp.ID("pin"), pin),
+		chromedp.Click(chromedp.CSS(`form[action="/pin"] button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`button[name=decision][value=allow]`)),
+		chromedp.Click(chromedp.CSS(`button[name=decision][value=allow]`)),
+		chromedp.WaitVisible(chromedp.ID("signed-in")),
+		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) (err error) {
+			who, err = chromedp.Text(chromedp.ID("signed-in"))(ctx, tg)
+			return err
+		}),
+		location(&finalURL),
+	)
+	if err != nil {
+		t.Fatalf("browser PIN step: %v\n%s", err, browserStuck(browserCtx))
 	}
 	if !strings.HasPrefix(finalURL, redirectURI+"?") {
 		t.Errorf("browser ended at %s, want %s", finalURL, redirectURI)
