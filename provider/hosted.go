@@ -119,8 +119,10 @@ func flowDestination(token string) publicauth.Destination {
 	return publicauth.Destination{Resume: resumePath(token)}
 }
 
-// registerSubmit creates the account (which mails a verification link), then logs it in as
-// loginSubmit does.
+// registerSubmit registers as the JSON API does. A new account (which gets a verification
+// mail) and a password added to the signed-in social-only account of the email are then
+// logged in as loginSubmit does; a password that a mailed link must confirm first gets a
+// page saying to check the mail.
 func (p *Provider) registerSubmit(w http.ResponseWriter, r *http.Request) {
 	f, ok := p.checkForm(w, r)
 	if !ok {
@@ -128,15 +130,26 @@ func (p *Provider) registerSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	email, name := strings.TrimSpace(r.PostFormValue("email")), strings.TrimSpace(r.PostFormValue("name"))
 	err := p.auth.CheckRate(r, limitRegister)
-	var user *publicauth.User
+	var signedIn *publicauth.User
 	if err == nil {
-		user, err = p.auth.Register(r.Context(), email, r.PostFormValue("password"), name)
+		signedIn, err = p.auth.SignedIn(r)
+	}
+	var reg publicauth.Registration
+	if err == nil {
+		reg, err = p.auth.Register(r.Context(), email, r.PostFormValue("password"), name, signedIn)
 	}
 	if err != nil {
 		p.formFailed(w, r, "register", f, map[string]any{"Email": email, "Name": name}, err)
 		return
 	}
-	p.passFirstFactor(w, r, user, publicauth.MethodPassword, flowDestination(f.token))
+	if reg.AccountLinking && !reg.PasswordAdded {
+		p.notice(w, r, http.StatusOK, "Check your email",
+			"An account with "+reg.User.Email+" already exists and signs in with a social login. We sent "+
+				"that address a link to confirm adding your password to it. It works once, for "+
+				publicauth.MailData{ExpiresIn: p.cfg.PublicAuth.PasswordResetLifespan}.ExpiresInWords()+".", "", "")
+		return
+	}
+	p.passFirstFactor(w, r, reg.User, publicauth.MethodPassword, flowDestination(f.token))
 }
 
 // completeLogin starts the public session and, inside an OAuth flow, binds this login to the

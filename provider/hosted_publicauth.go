@@ -277,22 +277,32 @@ func (p *Provider) resetPasswordSubmit(w http.ResponseWriter, r *http.Request) {
 		"Your password was changed and every session of your account was signed out. Sign in with the new password.", "/login", "Sign in")
 }
 
-// verifyEmail consumes the link of a verification mail (GET /api/public/verify-email).
+// verifyEmail consumes the link of a verification mail, or of the mail that confirms adding
+// a password to a social-only account (GET /api/public/verify-email).
 func (p *Provider) verifyEmail(w http.ResponseWriter, r *http.Request) {
 	if p.rateLimited(w, r, p.auth.CheckRate(r, limitVerifyEmail)) {
 		return
 	}
-	user, err := p.auth.VerifyEmail(r.Context(), r.URL.Query().Get("token"))
+	v, err := p.auth.VerifyEmail(r.Context(), r.URL.Query().Get("token"))
 	if errors.Is(err, publicauth.ErrInvalidToken) {
 		p.pages.error(w, r, http.StatusBadRequest, "Link expired",
 			"This verification link is invalid, was already used or has expired.")
 		return
 	}
 	if err != nil {
+		if status, msg := publicauth.Describe(err); status < 500 {
+			p.pages.error(w, r, status, "Link not usable", msg)
+			return
+		}
 		p.pageFailure(w, r, err)
 		return
 	}
-	p.notice(w, r, http.StatusOK, "Email verified", "Thank you: "+user.Email+" is verified.", "/login", "Sign in")
+	if v.PasswordAdded {
+		p.notice(w, r, http.StatusOK, "Password added",
+			"Your password was added: "+v.User.Email+" can now also sign in with it.", "/login", "Sign in")
+		return
+	}
+	p.notice(w, r, http.StatusOK, "Email verified", "Thank you: "+v.User.Email+" is verified.", "/login", "Sign in")
 }
 
 // signedIn shows who is signed in, for logins that began outside any OAuth flow.

@@ -42,7 +42,8 @@ type PublicAuthConfig struct {
 	PINLifespan time.Duration
 	// VerificationLifespan is how long an email-verification link works: default 24 hours.
 	VerificationLifespan time.Duration
-	// PasswordResetLifespan is how long a password-reset link works: default 1 hour.
+	// PasswordResetLifespan is how long a password-reset link works, and a link that
+	// confirms adding a password to a social-only account: default 1 hour.
 	PasswordResetLifespan time.Duration
 	// MagicLinkAllowedOrigins are origins ("https://app.example.com") whose URLs a magic
 	// link may redirect to besides the redirect URIs registered by clients. Default none.
@@ -60,8 +61,8 @@ type PublicAuthConfig struct {
 	// register, magic link, PIN, password reset, verification): default 100 a minute, so
 	// an office behind one NAT is not locked out. A negative Limit turns it off.
 	LoginRateLimit RateLimit
-	// AccountMailLimit caps the mails (magic link, PIN, reset, verification) sent to one
-	// account per kind: default 5 in 15 minutes.
+	// AccountMailLimit caps the mails (magic link, PIN, reset, verification, password
+	// linking) sent to one account per kind: default 5 in 15 minutes.
 	AccountMailLimit RateLimit
 	// LockoutLimit is how many failed logins lock an account, and for how long: default 10
 	// failures, locked until 15 minutes after the first of them.

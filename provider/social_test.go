@@ -17,6 +17,7 @@ import (
 
 	"github.com/gatehouse-id/gatehouse/provider"
 	"github.com/gatehouse-id/gatehouse/publicauth"
+	"github.com/gatehouse-id/gatehouse/publicauth/smtptest"
 	"github.com/gatehouse-id/gatehouse/storage/storagetest"
 )
 
@@ -567,4 +568,79 @@ func TestSocialLoginUnreachableOIDCUpstream(t *testing.T) {
 	if _, ok := socialButtons(t, p)["down"]; !ok {
 		t.Errorf("the login page lost the provider's button")
 	}
+}
+
+// registerForm opens the hosted registration page in b and submits it as name, email and
+// testPassword.
+func registerForm(t *testing.T, e *env, b *browser, email, name string) page {
+	t.Helper()
+	p := b.get(t, e.issuer+"/register")
+	if p.status != http.StatusOK {
+		t.Fatalf("got %s, want the registration page", p)
+	}
+	f := p.form(t)
+	f.fields.Set("email", email)
+	f.fields.Set("name", name)
+	f.fields.Set("password", testPassword)
+	return b.post(t, f.action, f.fields)
+}
+
+func TestHostedRegisterAddsPasswordToSocialOnlyAccount(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
+		g := newFakeUpstream(t, "google")
+		mail := smtptest.Start(t)
+		mailer, err := publicauth.NewSMTPMailer(mail.URL(), "Gatehouse <noreply@gatehouse.test>")
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := newEnv(t, b, provider.Config{Social: provider.SocialConfig{Google: g.config()}}, provider.WithMailer(mailer))
+		ctx := context.Background()
+
+		// Signed in through Google, the owner registers a password: it is added at once.
+		g.signIn(fakeProfile{Sub: "g-kim", Email: "kim@example.com", Name: "Kim", Verified: true})
+		br := socialBrowser(t, e, g.srv.URL)
+		if p := br.get(t, e.issuer+"/api/auth/google/login"); p.status != http.StatusOK || !strings.Contains(p.body, "kim@example.com") {
+			t.Fatalf("got %s, want the signed-in page", p)
+		}
+		kim, err := e.store.UserByIdentity(ctx, "google", "g-kim")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := registerForm(t, e, br, "kim@example.com", "Kim K."); p.status != http.StatusOK || !strings.Contains(p.body, "kim@example.com") {
+			t.Fatalf("got %s, want the signed-in page", p)
+		}
+		wantLoginMethods(t, e, br, kim.ID, "password", "google")
+
+		// Not signed in to it, a registration only mails a link; opening it adds the password.
+		g.signIn(fakeProfile{Sub: "g-lou", Email: "lou@example.com", Name: "Lou", Verified: true})
+		if p := socialBrowser(t, e, g.srv.URL).get(t, e.issuer+"/api/auth/google/login"); p.status != http.StatusOK {
+			t.Fatalf("got %s, want the signed-in page", p)
+		}
+		lou, err := e.store.UserByIdentity(ctx, "google", "g-lou")
+		if err != nil {
+			t.Fatal(err)
+		}
+		other := e.browser(t)
+		if p := registerForm(t, e, other, "lou@example.com", "Lou"); p.status != http.StatusOK || !strings.Contains(p.body, "Check your email") {
+			t.Fatalf("got %s, want the check-your-email page", p)
+		}
+		wantNoSession(t, e, other)
+		if u, err := e.store.UserByID(ctx, lou.ID); err != nil || u.PasswordHash != "" {
+			t.Fatalf("before the link: %+v, %v; want no password yet", u, err)
+		}
+		link := smtptest.Link(t, mail.WaitFor(t, "lou@example.com"))
+		if p := other.get(t, link); p.status != http.StatusOK || !strings.Contains(p.body, "Password added") {
+			t.Fatalf("got %s, want the password-added page", p)
+		}
+		if p := other.get(t, link); p.status != http.StatusBadRequest {
+			t.Errorf("link opened again: got %s, want 400", p)
+		}
+		req, _ := http.NewRequest(http.MethodPost, e.issuer+"/api/public/login",
+			strings.NewReader(`{"email":"lou@example.com","password":"`+testPassword+`"}`))
+		req.Header.Set("Content-Type", "application/json")
+		if p := other.do(t, req); p.status != http.StatusOK {
+			t.Fatalf("password login: %s", p)
+		}
+		wantLoginMethods(t, e, other, lou.ID, "password", "google")
+	})
 }

@@ -1,14 +1,21 @@
 // Package publicauth authenticates the public users of a Gatehouse deployment: it owns user
 // accounts (argon2id password hashes, case-insensitive unique emails), the database-backed
 // cookie sessions `public-session` and `admin-session`, the one-time mail links (email
-// verification, magic link, password reset), the PIN gate, the rate limits and login
+// verification, magic link, password reset, password linking), the PIN gate, the rate limits and login
 // lockout, and the JSON endpoints under /api/public/*, /api/admin/login|logout and
 // /api/sso/validate of the SSO interface.
 //
-// Mail (email verification, magic links, PINs, password reset) goes through a Mailer:
-// SMTPMailer when an SMTP server is configured, else NewLogMailer's, which logs it. Its
-// subjects and bodies come from embedded templates (mailtemplates/) that a deployer may
-// replace file by file.
+// Registering with the email of a social-only account (no password, see Identities) adds
+// the password to that account instead of creating one (isAccountLinking), but only once
+// the owner proved the address: at once when the request carries that account's
+// `public-session` (its owner just signed in upstream), else when they open a mailed link
+// to the verify-email path, whose one-time token carries the password's argon2id hash (see
+// Service.Register and Service.VerifyEmail). An email with a password stays taken.
+//
+// Mail (email verification, magic links, PINs, password reset, password linking) goes
+// through a Mailer: SMTPMailer when an SMTP server is configured, else NewLogMailer's, which
+// logs it. Its subjects and bodies come from embedded templates (mailtemplates/) that a
+// deployer may replace file by file.
 //
 // The package declares the storage it needs as small interfaces gathered in Store; package
 // storage implements them. Attempt counting is a Limiter (package ratelimit), injected like

@@ -186,11 +186,11 @@ func (e *env) postJSON(t *testing.T, path string, v any, cookies ...*http.Cookie
 // register creates a user through the service.
 func (e *env) register(t *testing.T, email, password, name string) *publicauth.User {
 	t.Helper()
-	u, err := e.svc.Register(context.Background(), email, password, name)
+	reg, err := e.svc.Register(context.Background(), email, password, name, nil)
 	if err != nil {
 		t.Fatalf("Register(%q): %v", email, err)
 	}
-	return u
+	return reg.User
 }
 
 // login logs in over HTTP and returns the public-session cookie.

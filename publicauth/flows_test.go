@@ -86,12 +86,12 @@ func TestRegisterVerifyAndMagicLink(t *testing.T) {
 		wantBody(t, res, magicLinkBody)
 
 		token := e.linkToken(t, "Alice@Example.com", publicauth.PathVerifyEmail)
-		u, err := e.svc.VerifyEmail(ctx, token)
+		v, err := e.svc.VerifyEmail(ctx, token)
 		if err != nil {
 			t.Fatalf("VerifyEmail: %v", err)
 		}
-		if !u.EmailVerified {
-			t.Errorf("VerifyEmail returned an unverified user")
+		if !v.User.EmailVerified || v.PasswordAdded {
+			t.Errorf("VerifyEmail = %+v, want a verified user and no password added", v)
 		}
 		if _, err := e.svc.VerifyEmail(ctx, token); !errors.Is(err, publicauth.ErrInvalidToken) {
 			t.Errorf("VerifyEmail again = %v, want ErrInvalidToken", err)

@@ -22,9 +22,12 @@ type loginRequest struct {
 	Password string `json:"password"`
 }
 
-// register serves POST /api/public/register: 201 with the registration response, and a
-// verification mail; 400 for a refused field, 409 when the email is taken, 415 for a body
-// that is not JSON, 429 over the per-IP limit.
+// register serves POST /api/public/register with the registration response: 201 for a new
+// account (and a verification mail); for the email of a social-only account
+// (isAccountLinking) 200 once the password is added (the request carries that account's
+// `public-session`) or 202 when a mailed link must confirm it first. 400 for a refused
+// field, 409 when the email is taken, 415 for a body that is not JSON, 429 over the per-IP
+// limit or the per-account mail limit.
 func (h *handlers) register(w http.ResponseWriter, r *http.Request) {
 	if err := h.s.CheckRate(r, EndpointRegister); err != nil {
 		h.s.writeError(w, r, err)
@@ -35,15 +38,28 @@ func (h *handlers) register(w http.ResponseWriter, r *http.Request) {
 		h.s.writeError(w, r, err)
 		return
 	}
-	u, err := h.s.Register(r.Context(), req.Email, req.Password, req.Name)
+	signedIn, err := h.s.SignedIn(r)
 	if err != nil {
 		h.s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, registerResponse{
+	reg, err := h.s.Register(r.Context(), req.Email, req.Password, req.Name, signedIn)
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	status, message := http.StatusCreated, "account created"
+	switch {
+	case reg.PasswordAdded:
+		status, message = http.StatusOK, passwordAddedMessage
+	case reg.AccountLinking:
+		status, message = http.StatusAccepted, confirmPasswordMessage
+	}
+	u := reg.User
+	writeJSON(w, status, registerResponse{
 		Success:          true,
-		Message:          "account created",
-		IsAccountLinking: false,
+		Message:          message,
+		IsAccountLinking: reg.AccountLinking,
 		LoginMethods:     u.LoginMethods(),
 		User: registeredUserView{
 			ID:        u.ID,

@@ -57,6 +57,7 @@ const (
 	mailLimitReset        = "password-reset"
 	mailLimitVerification = "verification"
 	mailLimitPIN          = "pin"
+	mailLimitLinkPassword = "link-password"
 )
 
 // CheckRate counts one request of r's client to endpoint against the per-IP limit

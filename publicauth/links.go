@@ -32,6 +32,10 @@ func linkKindOf(purpose string) (linkKind, error) {
 		return linkKind{MailMagicLink, PathMagicLogin, mailLimitMagicLink}, nil
 	case PurposePasswordReset:
 		return linkKind{MailPasswordReset, PathResetPassword, mailLimitReset}, nil
+	case PurposeLinkPassword:
+		// The verification path: opening it proves the address, and with it the right to
+		// add the password.
+		return linkKind{MailLinkPassword, PathVerifyEmail, mailLimitLinkPassword}, nil
 	}
 	return linkKind{}, fmt.Errorf("publicauth: no link mail for purpose %q", purpose)
 }
@@ -40,7 +44,7 @@ func linkKindOf(purpose string) (linkKind, error) {
 // returns once the mail was handed over. It counts against the per-account mail limit
 // (*RateLimitError over it); a send failure is returned wrapping ErrMailUnavailable.
 func (s *Service) SendVerification(ctx context.Context, u *User) error {
-	m, err := s.prepareLink(ctx, u, PurposeVerifyEmail, Destination{})
+	m, err := s.prepareLink(ctx, u, PurposeVerifyEmail, Destination{}, "")
 	if err != nil {
 		return err
 	}
@@ -60,23 +64,47 @@ func (s *Service) ResendVerification(ctx context.Context, email string) error {
 	return nil
 }
 
-// VerifyEmail consumes a verification token and marks the address it was sent to verified.
-// A token that is unknown, used, expired, or sent to an address the account no longer has
-// yields ErrInvalidToken.
-func (s *Service) VerifyEmail(ctx context.Context, token string) (*User, error) {
-	var u *User
+// VerifiedEmail is what opening a link of PathVerifyEmail did (Service.VerifyEmail).
+type VerifiedEmail struct {
+	// User is the account, as updated.
+	User *User
+	// PasswordAdded is true when the link confirmed adding a password to a social-only
+	// account (a registration with its email mailed it): the account has that password now.
+	PasswordAdded bool
+}
+
+// VerifyEmail consumes a token of a link to PathVerifyEmail and marks the address it was
+// sent to verified. The token is an email verification token or a password linking token
+// (PurposeLinkPassword); the latter also sets the password hash it carries, in the same
+// transaction, and only while the account still has no password. A token that is unknown,
+// used, superseded, expired or sent to an address the account no longer has, and a
+// password linking token of an account that meanwhile got a password, yield
+// ErrInvalidToken; a password linking token of an inactive account ErrAccountDisabled.
+func (s *Service) VerifyEmail(ctx context.Context, token string) (VerifiedEmail, error) {
+	var v VerifiedEmail
 	err := s.inTx(ctx, func(ctx context.Context) error {
-		var err error
-		_, u, err = s.consumeLink(ctx, token, PurposeVerifyEmail)
+		t, u, err := s.consumeLink(ctx, token, PurposeVerifyEmail, PurposeLinkPassword)
 		if err != nil {
 			return err
 		}
-		return s.markVerified(ctx, u)
+		v.User = u
+		if t.Purpose != PurposeLinkPassword {
+			return s.markVerified(ctx, u)
+		}
+		if u.Status != StatusActive {
+			return ErrAccountDisabled
+		}
+		err = s.addPassword(ctx, u, t.Payload)
+		if errors.Is(err, errHasPassword) {
+			return ErrInvalidToken
+		}
+		v.PasswordAdded = err == nil
+		return err
 	})
 	if err != nil {
-		return nil, err
+		return VerifiedEmail{}, err
 	}
-	return u, nil
+	return v, nil
 }
 
 // MagicLinkRequest asks for a sign-in link (POST /api/public/request-magic-link, or the
@@ -237,13 +265,21 @@ func (s *Service) accountForMail(ctx context.Context, email string) (*User, erro
 	return u, nil
 }
 
-// consumeLink consumes a link token of the purpose and loads its account, which must still
-// have the address the token was sent to.
-func (s *Service) consumeLink(ctx context.Context, token, purpose string) (*OneTimeToken, *User, error) {
+// consumeLink consumes a link token of one of the purposes and loads its account, which
+// must still have the address the token was sent to.
+func (s *Service) consumeLink(ctx context.Context, token string, purposes ...string) (*OneTimeToken, *User, error) {
 	if token == "" || len(token) > 2*tokenBytes {
 		return nil, nil, ErrInvalidToken
 	}
-	t, err := s.store.ConsumeOneTimeToken(ctx, hashToken(token), purpose, s.now())
+	var t *OneTimeToken
+	err := ErrInvalidToken
+	// A token has one purpose: at most one of these conditional updates can succeed.
+	for _, purpose := range purposes {
+		t, err = s.store.ConsumeOneTimeToken(ctx, hashToken(token), purpose, s.now())
+		if !errors.Is(err, ErrInvalidToken) {
+			break
+		}
+	}
 	if errors.Is(err, ErrInvalidToken) {
 		return nil, nil, ErrInvalidToken
 	}
@@ -276,8 +312,9 @@ func (s *Service) markVerified(ctx context.Context, u *User) error {
 }
 
 // prepareLink counts a mail of the purpose against the per-account limit, stores a new
-// token for u (superseding older unused magic links and reset links) and renders its mail.
-func (s *Service) prepareLink(ctx context.Context, u *User, purpose string, dest Destination) (Message, error) {
+// token for u carrying payload (superseding older unused tokens of the purpose, except
+// for verification links) and renders its mail.
+func (s *Service) prepareLink(ctx context.Context, u *User, purpose string, dest Destination, payload string) (Message, error) {
 	kind, err := linkKindOf(purpose)
 	if err != nil {
 		return Message{}, err
@@ -298,6 +335,7 @@ func (s *Service) prepareLink(ctx context.Context, u *User, purpose string, dest
 		Email:       u.Email,
 		RedirectURI: dest.RedirectURI,
 		Resume:      dest.Resume,
+		Payload:     payload,
 		CreatedAt:   now,
 		ExpiresAt:   now.Add(lifespan),
 	}
@@ -314,7 +352,7 @@ func (s *Service) prepareLink(ctx context.Context, u *User, purpose string, dest
 // mailLinkLater prepares a link mail now and sends it in the background, so the answer
 // takes as long whether or not a mail goes out. Failures (the limit included) are logged.
 func (s *Service) mailLinkLater(ctx context.Context, u *User, purpose string, dest Destination) {
-	m, err := s.prepareLink(ctx, u, purpose, dest)
+	m, err := s.prepareLink(ctx, u, purpose, dest, "")
 	var limited *RateLimitError
 	switch {
 	case errors.As(err, &limited):
@@ -324,6 +362,11 @@ func (s *Service) mailLinkLater(ctx context.Context, u *User, purpose string, de
 		s.logger.ErrorContext(ctx, "publicauth: could not prepare mail", "kind", purpose, "user_id", u.ID, "err", err)
 		return
 	}
+	s.sendLater(ctx, m)
+}
+
+// sendLater sends m in the background; send logs a failure.
+func (s *Service) sendLater(ctx context.Context, m Message) {
 	ctx = context.WithoutCancel(ctx)
 	s.mailing.Go(func() {
 		ctx, cancel := context.WithTimeout(ctx, mailTimeout)

@@ -32,6 +32,9 @@ const (
 	MailMagicLink     = "magic_link"
 	MailPIN           = "pin"
 	MailPasswordReset = "password_reset"
+	// MailLinkPassword asks the owner of a social-only account to confirm adding the
+	// password a registration with their email chose.
+	MailLinkPassword = "link_password"
 )
 
 // MailData is what a mail template is rendered with.
@@ -39,7 +42,8 @@ type MailData struct {
 	// Name is the recipient's display name; Email their address.
 	Name  string
 	Email string
-	// Link is the URL the mail asks the user to open (verification, magic link, reset); empty
+	// Link is the URL the mail asks the user to open (verification, magic link, reset,
+	// password linking); empty
 	// for MailPIN.
 	Link string
 	// PIN is the one-time PIN of a MailPIN message; empty otherwise.

@@ -19,7 +19,7 @@ var embeddedMailTemplates embed.FS
 // mailKinds are the kinds of mail the service sends. Each has three templates, named after
 // it: <kind>.subject.tmpl and <kind>.txt.tmpl (text/template) and <kind>.html.tmpl
 // (html/template, framed by layout.html.tmpl's "top", "button" and "bottom").
-var mailKinds = []string{MailVerifyEmail, MailMagicLink, MailPIN, MailPasswordReset}
+var mailKinds = []string{MailVerifyEmail, MailMagicLink, MailPIN, MailPasswordReset, MailLinkPassword}
 
 // mailLayout is the file of the templates every HTML body may use.
 const mailLayout = "layout.html.tmpl"

@@ -63,6 +63,13 @@ func TestMailTemplatesRenderEveryKind(t *testing.T) {
 			wantInText:  []string{link},
 		},
 		{
+			kind:        publicauth.MailLinkPassword,
+			data:        publicauth.MailData{Name: "Alice", Email: "alice@example.com", Link: link, ExpiresIn: time.Hour, ServiceName: "Acme"},
+			wantSubject: "Confirm adding a password to your account at Acme",
+			wantIn:      []string{"Hello Alice,", "alice@example.com", "1 hour", "If this was not you, ignore this email"},
+			wantInText:  []string{link},
+		},
+		{
 			kind:        publicauth.MailMagicLink,
 			data:        publicauth.MailData{Email: "bob@example.com", Link: link, ExpiresIn: 15 * time.Minute},
 			wantSubject: "Your sign-in link",
@@ -278,7 +285,7 @@ func TestRenderedMailTravelsThroughSMTP(t *testing.T) {
 	mailer := newSMTPMailer(t, srv)
 	tmpl := newMailTemplates(t, "")
 	const link = "https://id.example.com/api/public/verify-email?token=Zm9v_YmFy-123"
-	for _, kind := range []string{publicauth.MailVerifyEmail, publicauth.MailMagicLink, publicauth.MailPIN, publicauth.MailPasswordReset} {
+	for _, kind := range []string{publicauth.MailVerifyEmail, publicauth.MailMagicLink, publicauth.MailPIN, publicauth.MailPasswordReset, publicauth.MailLinkPassword} {
 		t.Run(kind, func(t *testing.T) {
 			m, err := tmpl.Render(kind, publicauth.MailData{
 				Name: "Zoë", Email: "zoe@example.com", Link: link, PIN: "009876", ExpiresIn: 15 * time.Minute, ServiceName: "Acme Ünïcode",

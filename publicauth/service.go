@@ -51,7 +51,8 @@ type Config struct {
 	PINLifespan time.Duration
 	// VerificationLifespan is how long an email verification link works: default 24 hours.
 	VerificationLifespan time.Duration
-	// PasswordResetLifespan is how long a password reset link works: default 1 hour.
+	// PasswordResetLifespan is how long a password reset link works, and a link that
+	// confirms adding a password to a social-only account: default 1 hour.
 	PasswordResetLifespan time.Duration
 	// MagicLinkAllowedOrigins lists origins (scheme://host[:port], no path) whose URLs a
 	// magic link may redirect to besides the registered redirect URIs of the clients.
@@ -71,8 +72,9 @@ type RateLimits struct {
 	// link, PIN, password reset, verification): default 100 per minute.
 	PerIP Rate
 	// PerAccount limits the mails sent to one account by one endpoint (magic link, password
-	// reset, verification, PIN): default 5 per 15 minutes. Over it, endpoints that answer
-	// the same whatever the account send nothing and still succeed; a PIN login answers 429.
+	// reset, verification, PIN, password linking): default 5 per 15 minutes. Over it,
+	// endpoints that answer the same whatever the account send nothing and still succeed; a
+	// PIN login and a registration that would mail a password linking link answer 429.
 	PerAccount Rate
 	// Lockout limits failed logins per account (keyed on the lower-cased email, whether or
 	// not an account has it): default 10 per 15 minutes. The next login, even with the right
@@ -242,6 +244,7 @@ func New(cfg Config, store Store, opts ...Option) (*Service, error) {
 			PurposeVerifyEmail:   cfg.VerificationLifespan,
 			PurposeMagicLink:     cfg.MagicLinkLifespan,
 			PurposePasswordReset: cfg.PasswordResetLifespan,
+			PurposeLinkPassword:  cfg.PasswordResetLifespan,
 		},
 		pinLifespan:    cfg.PINLifespan,
 		allowedOrigins: origins,

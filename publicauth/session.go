@@ -107,6 +107,16 @@ func (s *Service) CurrentSession(r *http.Request, kind string) (*Session, *User,
 	return sess, u, nil
 }
 
+// SignedIn returns the user of r's valid `public-session` (as CurrentSession checks it), or
+// nil when r carries none. An error is a store failure.
+func (s *Service) SignedIn(r *http.Request) (*User, error) {
+	_, u, err := s.CurrentSession(r, SessionPublic)
+	if errors.Is(err, ErrSessionNotFound) {
+		return nil, nil
+	}
+	return u, err
+}
+
 // EndSession logs out of the session of the given kind that r's cookie names: it deletes the
 // stored session and sets an expired cookie on w. It is idempotent: without a cookie, or
 // with one that does not verify, it only clears the cookie and returns nil. An error is a

@@ -60,10 +60,14 @@ const (
 	PurposeVerifyEmail   = "verify_email"
 	PurposeMagicLink     = "magic_link"
 	PurposePasswordReset = "password_reset"
+	// PurposeLinkPassword confirms adding a password to a social-only account: a
+	// registration with that account's email mails it, and its Payload holds the argon2id
+	// hash of the new password (never the password itself).
+	PurposeLinkPassword = "link_password"
 )
 
-// OneTimeToken is a single-use secret sent by mail (an email verification, magic link or
-// password reset link). The mail carries a random 256-bit token; the store keeps only its
+// OneTimeToken is a single-use secret sent by mail (an email verification, magic link,
+// password reset or password linking link). The mail carries a random 256-bit token; the store keeps only its
 // SHA-256, so a database dump reveals no usable link.
 type OneTimeToken struct {
 	// IDHash is the hex SHA-256 of the token text.
@@ -79,7 +83,8 @@ type OneTimeToken struct {
 	// Resume is the internal path that continues a paused OAuth request (set only by the
 	// provider; may be empty).
 	Resume string
-	// Payload is purpose-specific data (may be empty).
+	// Payload is purpose-specific data (may be empty): for PurposeLinkPassword the argon2id
+	// hash of the password to add.
 	Payload   string
 	CreatedAt time.Time
 	ExpiresAt time.Time

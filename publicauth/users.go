@@ -21,24 +21,110 @@ type UserInput struct {
 	RequirePIN bool
 }
 
-// Register creates a public user from the registration form (POST /api/public/register):
-// role RoleUser, status StatusActive, email not yet verified, a random UUID v4 as id. It
-// then mails an email verification link in the background; a failure to issue or send it is
-// logged and never fails the registration (ResendVerification sends another). The
-// email is trimmed and must be a bare address, the password must pass the password rule and
-// the name is trimmed and required; a refused value yields an *InputError. An email already
-// used by another account, compared case-insensitively, yields ErrEmailTaken.
+// Registration is the outcome of Register.
+type Registration struct {
+	// User is the account: the one created, or the social-only account of the email.
+	User *User
+	// AccountLinking is true when the email belonged to a social-only account: no account
+	// was created, the password goes to that account instead.
+	AccountLinking bool
+	// PasswordAdded is true when that account has the password now. AccountLinking without
+	// it means a confirmation link was mailed and the account is unchanged until it is
+	// opened (VerifyEmail).
+	PasswordAdded bool
+}
+
+// Register handles the registration form (POST /api/public/register). The email is trimmed
+// and must be a bare address, the password must pass the password rule and the name is
+// trimmed and required; a refused value yields an *InputError. signedIn is the user of the
+// request's public session, or nil.
 //
-// An email that belongs to a social-only account (no password) also yields ErrEmailTaken:
-// adding a password to such an account (isAccountLinking) comes with social login, behind
-// proof that the registrant owns the address.
-func (s *Service) Register(ctx context.Context, email, password, name string) (*User, error) {
-	u, err := s.createUser(ctx, UserInput{Email: email, Password: password, Name: name, Role: RoleUser})
+// A new email creates a public user: role RoleUser, status StatusActive, email not yet
+// verified, a random UUID v4 as id; then an email verification link is mailed in the
+// background (a failure to issue or send it is logged and never fails the registration;
+// ResendVerification sends another).
+//
+// The email of an active social-only account (no password) adds the password to that
+// account (AccountLinking), behind proof that the registrant owns the address, so nobody
+// attaches a password to someone else's account. When signedIn is that very account, its
+// owner just signed in upstream, which proved the address: the password is set at once
+// (PasswordAdded). Otherwise nothing changes yet: a link of PurposeLinkPassword carrying
+// the password's hash, superseding older ones, is mailed in the background to the address,
+// and opening it (VerifyEmail) adds the password. That mail counts against the
+// per-account mail limit: over it, a *RateLimitError and no mail.
+//
+// Any other email in use, compared case-insensitively (an account with a password, or an
+// inactive one), yields ErrEmailTaken. The name of an existing account is left as it is.
+func (s *Service) Register(ctx context.Context, email, password, name string, signedIn *User) (Registration, error) {
+	u, err := s.newUser(UserInput{Email: email, Password: password, Name: name, Role: RoleUser})
 	if err != nil {
-		return nil, err
+		return Registration{}, err
+	}
+	existing, err := s.userForLogin(ctx, u.Email)
+	switch {
+	case err != nil:
+		return Registration{}, err
+	case existing != nil:
+		return s.registerExisting(ctx, existing, u.PasswordHash, signedIn)
+	}
+	if err := s.store.CreateUser(ctx, u); err != nil {
+		return Registration{}, fmt.Errorf("publicauth: create user: %w", err)
 	}
 	s.mailLinkLater(ctx, u, PurposeVerifyEmail, Destination{})
-	return u, nil
+	return Registration{User: u}, nil
+}
+
+// registerExisting is Register for an email that names the account u: the password (its
+// hash) goes to u when u is active and has none, at once when signedIn is u, else once the
+// mailed link is opened.
+func (s *Service) registerExisting(ctx context.Context, u *User, hash string, signedIn *User) (Registration, error) {
+	if u.PasswordHash != "" || u.Status != StatusActive {
+		return Registration{}, ErrEmailTaken
+	}
+	if signedIn == nil || signedIn.ID != u.ID {
+		m, err := s.prepareLink(ctx, u, PurposeLinkPassword, Destination{}, hash)
+		if err != nil {
+			return Registration{}, err
+		}
+		s.sendLater(ctx, m)
+		return Registration{User: u, AccountLinking: true}, nil
+	}
+	err := s.inTx(ctx, func(ctx context.Context) error {
+		// Load again inside the transaction: the password may have come meanwhile.
+		current, err := s.store.UserByID(ctx, u.ID)
+		if err != nil {
+			return fmt.Errorf("publicauth: load user: %w", err)
+		}
+		u = current
+		return s.addPassword(ctx, u, hash)
+	})
+	if errors.Is(err, errHasPassword) {
+		return Registration{}, ErrEmailTaken
+	}
+	if err != nil {
+		return Registration{}, err
+	}
+	return Registration{User: u, AccountLinking: true, PasswordAdded: true}, nil
+}
+
+// errHasPassword: addPassword found the account already has a password.
+var errHasPassword = errors.New("publicauth: the account already has a password")
+
+// addPassword gives u, which must have no password yet (else errHasPassword), the password
+// hash and marks its address verified: both ways of adding a password prove the address.
+func (s *Service) addPassword(ctx context.Context, u *User, hash string) error {
+	if u.PasswordHash != "" {
+		return errHasPassword
+	}
+	if _, _, _, err := decodePHC(hash); err != nil {
+		return fmt.Errorf("publicauth: password hash to add: %w", err)
+	}
+	u.PasswordHash = hash
+	u.EmailVerified = true
+	if err := s.store.UpdateUser(ctx, u); err != nil {
+		return fmt.Errorf("publicauth: update user: %w", err)
+	}
+	return nil
 }
 
 // CreateUser creates an account with the given role and verification state, for operators
@@ -49,6 +135,19 @@ func (s *Service) CreateUser(ctx context.Context, in UserInput) (*User, error) {
 }
 
 func (s *Service) createUser(ctx context.Context, in UserInput) (*User, error) {
+	u, err := s.newUser(in)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.store.CreateUser(ctx, u); err != nil {
+		return nil, fmt.Errorf("publicauth: create user: %w", err)
+	}
+	return u, nil
+}
+
+// newUser validates in and builds the account it describes, its password hashed, without
+// storing it.
+func (s *Service) newUser(in UserInput) (*User, error) {
 	email, err := normalizeEmail(in.Email)
 	if err != nil {
 		return nil, err
@@ -84,9 +183,6 @@ func (s *Service) createUser(ctx context.Context, in UserInput) (*User, error) {
 		RequirePIN:    in.RequirePIN,
 		CreatedAt:     now,
 		UpdatedAt:     now,
-	}
-	if err := s.store.CreateUser(ctx, u); err != nil {
-		return nil, fmt.Errorf("publicauth: create user: %w", err)
 	}
 	return u, nil
 }

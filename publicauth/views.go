@@ -114,3 +114,9 @@ const (
 	resetSentMessage        = "If an account exists for this email, a password reset link has been sent."
 	passwordResetMessage    = "Your password has been changed. Log in with the new password."
 )
+
+// Messages of a registration with the email of a social-only account.
+const (
+	passwordAddedMessage   = "password added to your account"
+	confirmPasswordMessage = "check your email to confirm adding a password to your account"
+)

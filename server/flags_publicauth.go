@@ -29,7 +29,8 @@ func addPublicAuthFlags(c *command, cfg *provider.PublicAuthConfig) {
 	c.durationVar(&cfg.VerificationLifespan, "verification-ttl", "GATEHOUSE_VERIFICATION_TTL", "24h",
 		"email verification link lifetime")
 	c.durationVar(&cfg.PasswordResetLifespan, "password-reset-ttl", "GATEHOUSE_PASSWORD_RESET_TTL", "1h",
-		"password reset link lifetime")
+		"lifetime of a password reset link, and of a link confirming a password added to a\n"+
+			"      social-only account")
 	c.add("magic-link-origins", "ORIGINS", "GATEHOUSE_MAGIC_LINK_ORIGINS", "",
 		"origins (https://app.example.com), comma-separated, a magic link may redirect to besides\n"+
 			"      registered redirect URIs",
@@ -51,7 +52,8 @@ func addPublicAuthFlags(c *command, cfg *provider.PublicAuthConfig) {
 		"attempts one client IP may make at one login, register, magic link, PIN, reset or\n"+
 			"      verification endpoint")
 	rateVar(c, &cfg.AccountMailLimit, "account-mail-limit", "GATEHOUSE_ACCOUNT_MAIL_LIMIT", "5/15m",
-		"mails of one kind (magic link, PIN, reset, verification) sent to one account")
+		"mails of one kind (magic link, PIN, reset, verification, password linking) sent to one\n"+
+			"      account")
 	rateVar(c, &cfg.LockoutLimit, "lockout", "GATEHOUSE_LOCKOUT", "10/15m",
 		"failed logins that lock an account, and the window that locks it")
 }

@@ -74,4 +74,8 @@
 // when the browser is already signed in to that very account (the owner proved the password
 // first); otherwise a refusal page says to sign in with the password first, and nothing is
 // linked. Else a new social-only account is created. See publicauth.Identities.Login.
+//
+// A social-only account gets a password through registration with its email
+// (publicauth.Service.Register, isAccountLinking): at once right after a sign-in here, whose
+// `public-session` proves the address, else once the owner opens a mailed link.
 package social
