@@ -297,11 +297,6 @@ func (p *Provider) verifyEmail(w http.ResponseWriter, r *http.Request) {
 		p.pageFailure(w, r, err)
 		return
 	}
-	if v.PasswordAdded {
-		p.notice(w, r, http.StatusOK, "Password added",
-			"Your password was added: "+v.User.Email+" can now also sign in with it.", "/login", "Sign in")
-		return
-	}
 	p.notice(w, r, http.StatusOK, "Email verified", "Thank you: "+v.User.Email+" is verified.", "/login", "Sign in")
 }
 

@@ -35,6 +35,8 @@ func (p *Provider) routes() *mux.Router {
 	r.HandleFunc("/forgot-password", p.forgotPasswordSubmit).Methods(post)
 	r.HandleFunc(publicauth.PathResetPassword, p.resetPasswordPage).Methods(get)
 	r.HandleFunc(publicauth.PathResetPassword, p.resetPasswordSubmit).Methods(post)
+	r.HandleFunc(publicauth.PathConfirmPassword, p.confirmPasswordPage).Methods(get)
+	r.HandleFunc(publicauth.PathConfirmPassword, p.confirmPasswordSubmit).Methods(post)
 	r.HandleFunc(signedInPath, p.signedIn).Methods(get)
 	r.HandleFunc(publicauth.PathMagicLogin, p.magicLogin).Methods(get)
 	r.HandleFunc(publicauth.PathVerifyEmail, p.verifyEmail).Methods(get)

@@ -629,11 +629,22 @@ func TestHostedRegisterAddsPasswordToSocialOnlyAccount(t *testing.T) {
 			t.Fatalf("before the link: %+v, %v; want no password yet", u, err)
 		}
 		link := smtptest.Link(t, mail.WaitFor(t, "lou@example.com"))
-		if p := other.get(t, link); p.status != http.StatusOK || !strings.Contains(p.body, "Password added") {
+		confirm := func(password string) page {
+			t.Helper()
+			f := other.get(t, link).form(t)
+			return other.post(t, f.action, url.Values{
+				"csrf_token": {f.fields.Get("csrf_token")}, "token": {f.fields.Get("token")}, "password": {password},
+			})
+		}
+		// The owner types the password the registration chose; another one changes nothing.
+		if p := confirm("not the registered password"); p.status != http.StatusUnauthorized {
+			t.Fatalf("confirm with another password: got %s, want 401", p)
+		}
+		if p := confirm(testPassword); p.status != http.StatusOK || !strings.Contains(p.body, "Password added") {
 			t.Fatalf("got %s, want the password-added page", p)
 		}
-		if p := other.get(t, link); p.status != http.StatusBadRequest {
-			t.Errorf("link opened again: got %s, want 400", p)
+		if p := confirm(testPassword); p.status != http.StatusBadRequest {
+			t.Errorf("link used again: got %s, want 400", p)
 		}
 		req, _ := http.NewRequest(http.MethodPost, e.issuer+"/api/public/login",
 			strings.NewReader(`{"email":"lou@example.com","password":"`+testPassword+`"}`))

@@ -9,8 +9,10 @@
 // the password to that account instead of creating one (isAccountLinking), but only once
 // the owner proved the address: at once when the request carries that account's
 // `public-session` (its owner just signed in upstream), else when they open a mailed link
-// to the verify-email path, whose one-time token carries the password's argon2id hash (see
-// Service.Register and Service.VerifyEmail). An email with a password stays taken.
+// to PathConfirmPassword and type that password again (Service.ConfirmPassword): its
+// one-time token carries only the password's argon2id hash, and typing the password back
+// is what keeps a stranger who registered the owner's address from getting a password onto
+// the account by a careless click. An email with a password stays taken.
 //
 // Mail (email verification, magic links, PINs, password reset, password linking) goes
 // through a Mailer: SMTPMailer when an SMTP server is configured, else NewLogMailer's, which

@@ -90,8 +90,8 @@ func TestRegisterVerifyAndMagicLink(t *testing.T) {
 		if err != nil {
 			t.Fatalf("VerifyEmail: %v", err)
 		}
-		if !v.User.EmailVerified || v.PasswordAdded {
-			t.Errorf("VerifyEmail = %+v, want a verified user and no password added", v)
+		if !v.User.EmailVerified {
+			t.Errorf("VerifyEmail = %+v, want a verified user", v)
 		}
 		if _, err := e.svc.VerifyEmail(ctx, token); !errors.Is(err, publicauth.ErrInvalidToken) {
 			t.Errorf("VerifyEmail again = %v, want ErrInvalidToken", err)

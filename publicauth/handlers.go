@@ -55,11 +55,15 @@ func (h *handlers) register(w http.ResponseWriter, r *http.Request) {
 	case reg.AccountLinking:
 		status, message = http.StatusAccepted, confirmPasswordMessage
 	}
-	u := reg.User
-	writeJSON(w, status, registerResponse{
+	writeJSON(w, status, newRegisterResponse(reg.User, message, reg.AccountLinking))
+}
+
+// newRegisterResponse is the registration response for u.
+func newRegisterResponse(u *User, message string, accountLinking bool) registerResponse {
+	return registerResponse{
 		Success:          true,
 		Message:          message,
-		IsAccountLinking: reg.AccountLinking,
+		IsAccountLinking: accountLinking,
 		LoginMethods:     u.LoginMethods(),
 		User: registeredUserView{
 			ID:        u.ID,
@@ -68,7 +72,29 @@ func (h *handlers) register(w http.ResponseWriter, r *http.Request) {
 			Role:      u.Role,
 			CreatedAt: formatTime(u.CreatedAt),
 		},
-	})
+	}
+}
+
+// confirmPassword serves POST /api/public/confirm-password {token, password}: the owner of
+// a social-only account confirms, with the token of the mailed link and the password typed
+// again, the password a registration asked to add. 200 with the registration response
+// (isAccountLinking true, loginMethods with the password); 401 when the password is not
+// the one registered (the link stays usable); 400 for a bad, used or expired link.
+func (h *handlers) confirmPassword(w http.ResponseWriter, r *http.Request) {
+	var req resetPasswordRequest
+	if !h.decodeLimited(w, r, EndpointConfirmPassword, &req) {
+		return
+	}
+	if err := required("token", req.Token); err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	u, err := h.s.ConfirmPassword(r.Context(), req.Token, req.Password)
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, newRegisterResponse(u, passwordAddedMessage, true))
 }
 
 // login serves POST /api/public/login: 200 {success, user, loginMethods} and a new
@@ -195,6 +221,8 @@ type emailRequest struct {
 	Email string `json:"email"`
 }
 
+// resetPasswordRequest is the body of reset-password and confirm-password: a mailed link's
+// token and a password.
 type resetPasswordRequest struct {
 	Token    string `json:"token"`
 	Password string `json:"password"`

@@ -56,6 +56,8 @@ func Describe(err error) (int, string) {
 		return http.StatusConflict, "email already registered"
 	case errors.Is(err, ErrInvalidToken):
 		return http.StatusBadRequest, "the link is invalid or has expired"
+	case errors.Is(err, ErrPasswordMismatch):
+		return http.StatusUnauthorized, "the password is not the one chosen when registering"
 	case errors.Is(err, ErrPINMismatch):
 		return http.StatusUnauthorized, "wrong PIN"
 	case errors.Is(err, ErrChallengeInvalid):

@@ -47,6 +47,7 @@ const (
 	EndpointResendVerification   = "resend-verification"
 	EndpointRequestPasswordReset = "request-password-reset"
 	EndpointResetPassword        = "reset-password"
+	EndpointConfirmPassword      = "confirm-password"
 	EndpointAdminLogin           = "admin-login"
 )
 

@@ -84,8 +84,8 @@ func (e *env) linkPasswordToken(t *testing.T, addr, password string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := link.Scheme + "://" + link.Host + link.Path; got != publicauth.DefaultBaseURL+publicauth.PathVerifyEmail {
-		t.Fatalf("link %s, want one to %s", link, publicauth.PathVerifyEmail)
+	if got := link.Scheme + "://" + link.Host + link.Path; got != publicauth.DefaultBaseURL+publicauth.PathConfirmPassword {
+		t.Fatalf("link %s, want one to %s", link, publicauth.PathConfirmPassword)
 	}
 	return link.Query().Get("token")
 }
@@ -124,17 +124,24 @@ func TestRegisterAddsPasswordToSocialOnlyAccount(t *testing.T) {
 			token := e.linkPasswordToken(t, "ada@example.com", pw)
 			e.wantMails(t, "ada@example.com", 1) // no verification mail besides
 
-			v, err := e.svc.VerifyEmail(ctx, token)
-			if err != nil || !v.PasswordAdded || v.User.ID != ada.ID {
-				t.Fatalf("VerifyEmail = %+v, %v; want the password added to %s", v, err, ada.ID)
+			// The link is no email verification link, and the owner must type the password
+			// the registration chose: the wrong one leaves the link usable.
+			if _, err := e.svc.VerifyEmail(ctx, token); !errors.Is(err, publicauth.ErrInvalidToken) {
+				t.Errorf("VerifyEmail of a password link = %v, want ErrInvalidToken", err)
 			}
+			res := e.postJSON(t, "/api/public/confirm-password", map[string]string{"token": token, "password": other})
+			wantStatus(t, res, http.StatusUnauthorized)
+			wantBody(t, res, `{"error":"Unauthorized","message":"the password is not the one chosen when registering"}`)
+			e.wantPassword(t, "ada@example.com", other, http.StatusUnauthorized)
+			res = e.postJSON(t, "/api/public/confirm-password", map[string]string{"token": token, "password": pw})
+			wantLinkingResponse(t, res, http.StatusOK, addedBody, ada, "password", "google")
 			e.wantSessionMethods(t, "ada@example.com", pw, "password", "google")
 			stored, err := e.svc.UserByID(ctx, ada.ID)
 			if err != nil || stored.Name != "Ada" || !stored.EmailVerified {
 				t.Errorf("stored = %+v, %v; want the name kept and the address verified", stored, err)
 			}
-			if _, err := e.svc.VerifyEmail(ctx, token); !errors.Is(err, publicauth.ErrInvalidToken) {
-				t.Errorf("VerifyEmail again = %v, want ErrInvalidToken", err)
+			if _, err := e.svc.ConfirmPassword(ctx, token, pw); !errors.Is(err, publicauth.ErrInvalidToken) {
+				t.Errorf("ConfirmPassword again = %v, want ErrInvalidToken", err)
 			}
 		})
 
@@ -175,11 +182,11 @@ func TestRegisterAddsPasswordToSocialOnlyAccount(t *testing.T) {
 			first := e.linkPasswordToken(t, "eve@example.com", pw)
 			wantStatus(t, e.registerAs(t, "eve@example.com", other), http.StatusAccepted)
 			second := e.linkPasswordToken(t, "eve@example.com", other)
-			if _, err := e.svc.VerifyEmail(ctx, first); !errors.Is(err, publicauth.ErrInvalidToken) {
-				t.Errorf("VerifyEmail(first) = %v, want ErrInvalidToken", err)
+			if _, err := e.svc.ConfirmPassword(ctx, first, pw); !errors.Is(err, publicauth.ErrInvalidToken) {
+				t.Errorf("ConfirmPassword(first) = %v, want ErrInvalidToken", err)
 			}
-			if v, err := e.svc.VerifyEmail(ctx, second); err != nil || !v.PasswordAdded {
-				t.Fatalf("VerifyEmail(second) = %+v, %v; want the password added", v, err)
+			if u, err := e.svc.ConfirmPassword(ctx, second, other); err != nil || u.PasswordHash == "" {
+				t.Fatalf("ConfirmPassword(second) = %+v, %v; want the password added", u, err)
 			}
 			e.wantPassword(t, "eve@example.com", pw, http.StatusUnauthorized)
 			e.wantSessionMethods(t, "eve@example.com", other, "password", "google")
@@ -191,8 +198,8 @@ func TestRegisterAddsPasswordToSocialOnlyAccount(t *testing.T) {
 			token := e.linkPasswordToken(t, "fay@example.com", pw)
 			c := startSession(t, e.svc, fay, publicauth.SessionPublic)
 			wantStatus(t, e.registerAs(t, "fay@example.com", other, c), http.StatusOK)
-			if _, err := e.svc.VerifyEmail(ctx, token); !errors.Is(err, publicauth.ErrInvalidToken) {
-				t.Errorf("VerifyEmail = %v, want ErrInvalidToken", err)
+			if _, err := e.svc.ConfirmPassword(ctx, token, pw); !errors.Is(err, publicauth.ErrInvalidToken) {
+				t.Errorf("ConfirmPassword = %v, want ErrInvalidToken", err)
 			}
 			e.wantPassword(t, "fay@example.com", pw, http.StatusUnauthorized)
 			e.wantPassword(t, "fay@example.com", other, http.StatusOK)

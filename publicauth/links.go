@@ -17,6 +17,9 @@ const (
 	PathVerifyEmail   = "/api/public/verify-email"
 	PathMagicLogin    = "/api/public/magic-login"
 	PathResetPassword = "/reset-password"
+	// PathConfirmPassword is the hosted form where the owner of a social-only account
+	// confirms the password a registration with its address asked to add.
+	PathConfirmPassword = "/confirm-password"
 )
 
 // linkKind is what a token purpose mails: its mail kind, the path its link opens and the
@@ -35,7 +38,7 @@ func linkKindOf(purpose string) (linkKind, error) {
 	case PurposeLinkPassword:
 		// The verification path: opening it proves the address, and with it the right to
 		// add the password.
-		return linkKind{MailLinkPassword, PathVerifyEmail, mailLimitLinkPassword}, nil
+		return linkKind{MailLinkPassword, PathConfirmPassword, mailLimitLinkPassword}, nil
 	}
 	return linkKind{}, fmt.Errorf("publicauth: no link mail for purpose %q", purpose)
 }
@@ -68,43 +71,63 @@ func (s *Service) ResendVerification(ctx context.Context, email string) error {
 type VerifiedEmail struct {
 	// User is the account, as updated.
 	User *User
-	// PasswordAdded is true when the link confirmed adding a password to a social-only
-	// account (a registration with its email mailed it): the account has that password now.
-	PasswordAdded bool
 }
 
-// VerifyEmail consumes a token of a link to PathVerifyEmail and marks the address it was
-// sent to verified. The token is an email verification token or a password linking token
-// (PurposeLinkPassword); the latter also sets the password hash it carries, in the same
-// transaction, and only while the account still has no password. A token that is unknown,
-// used, superseded, expired or sent to an address the account no longer has, and a
-// password linking token of an account that meanwhile got a password, yield
-// ErrInvalidToken; a password linking token of an inactive account ErrAccountDisabled.
+// VerifyEmail consumes an email verification token and marks the address it was sent to
+// verified. A token that is unknown, used, expired or sent to an address the account no
+// longer has yields ErrInvalidToken.
 func (s *Service) VerifyEmail(ctx context.Context, token string) (VerifiedEmail, error) {
 	var v VerifiedEmail
 	err := s.inTx(ctx, func(ctx context.Context) error {
-		t, u, err := s.consumeLink(ctx, token, PurposeVerifyEmail, PurposeLinkPassword)
+		_, u, err := s.consumeLink(ctx, token, PurposeVerifyEmail)
 		if err != nil {
 			return err
 		}
 		v.User = u
-		if t.Purpose != PurposeLinkPassword {
-			return s.markVerified(ctx, u)
-		}
-		if u.Status != StatusActive {
-			return ErrAccountDisabled
-		}
-		err = s.addPassword(ctx, u, t.Payload)
-		if errors.Is(err, errHasPassword) {
-			return ErrInvalidToken
-		}
-		v.PasswordAdded = err == nil
-		return err
+		return s.markVerified(ctx, u)
 	})
 	if err != nil {
 		return VerifiedEmail{}, err
 	}
 	return v, nil
+}
+
+// ConfirmPassword adds to a social-only account the password a registration with its
+// address asked for (Register), once the owner opened the mailed link (PathConfirmPassword)
+// and typed that same password again. Typing it again is what makes the link safe: a
+// stranger who registered the owner's address chose the password, so an owner who clicks
+// the link without having asked cannot confirm it, and the stranger never sees the link.
+// It returns the account, now with the password and a verified address.
+//
+// A password that does not match yields ErrPasswordMismatch and leaves the link usable (the
+// whole change is one transaction); a token that is unknown, used, superseded or expired,
+// or of an account that meanwhile got a password, yields ErrInvalidToken; an inactive
+// account ErrAccountDisabled.
+func (s *Service) ConfirmPassword(ctx context.Context, token, password string) (*User, error) {
+	var confirmed *User
+	err := s.inTx(ctx, func(ctx context.Context) error {
+		t, u, err := s.consumeLink(ctx, token, PurposeLinkPassword)
+		if err != nil {
+			return err
+		}
+		if u.Status != StatusActive {
+			return ErrAccountDisabled
+		}
+		if ok, err := verifyPassword(password, t.Payload); err != nil || !ok {
+			return ErrPasswordMismatch
+		}
+		if err := s.addPassword(ctx, u, t.Payload); errors.Is(err, errHasPassword) {
+			return ErrInvalidToken
+		} else if err != nil {
+			return err
+		}
+		confirmed = u
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return confirmed, nil
 }
 
 // MagicLinkRequest asks for a sign-in link (POST /api/public/request-magic-link, or the

@@ -16,6 +16,7 @@ import (
 //	POST /api/public/resend-verification
 //	POST /api/public/request-password-reset
 //	POST /api/public/reset-password
+//	POST /api/public/confirm-password
 //	GET  /api/public/session
 //	POST /api/public/logout
 //	POST /api/admin/login
@@ -41,6 +42,7 @@ func (s *Service) Routes(r *mux.Router) {
 		{http.MethodPost, "/api/public/resend-verification", h.resendVerification},
 		{http.MethodPost, "/api/public/request-password-reset", h.requestPasswordReset},
 		{http.MethodPost, "/api/public/reset-password", h.resetPassword},
+		{http.MethodPost, "/api/public/confirm-password", h.confirmPassword},
 		{http.MethodGet, "/api/public/session", h.session},
 		{http.MethodPost, "/api/public/logout", h.logout},
 		{http.MethodPost, "/api/admin/login", h.adminLogin},
