@@ -3,6 +3,8 @@ package publicauth
 import (
 	"errors"
 	"net/http"
+
+	"github.com/gatehouse-id/gatehouse/internal/httpjson"
 )
 
 // handlers serves the JSON endpoints under /api/public/*: each decodes, calls the Service and
@@ -56,7 +58,7 @@ func (h *handlers) register(w http.ResponseWriter, r *http.Request) {
 		status, message = http.StatusAccepted, confirmPasswordMessage
 	}
 	u := reg.User
-	writeJSON(w, status, registerResponse{
+	httpjson.Write(w, status, registerResponse{
 		Success:          true,
 		Message:          message,
 		IsAccountLinking: reg.AccountLinking,
@@ -131,7 +133,7 @@ func (h *handlers) startPIN(w http.ResponseWriter, r *http.Request, u *User, kin
 		h.s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, pinRequiredResponse{Success: true, PINRequired: true, ChallengeID: c.ID})
+	httpjson.Write(w, http.StatusOK, pinRequiredResponse{Success: true, PINRequired: true, ChallengeID: c.ID})
 }
 
 // completeLogin ends an authentication by method: it replaces the request's session of kind
@@ -144,10 +146,10 @@ func (h *handlers) completeLogin(w http.ResponseWriter, r *http.Request, u *User
 	}
 	view := newUserView(u)
 	if kind == SessionAdmin {
-		writeJSON(w, http.StatusOK, adminLoginResponse{Success: true, User: view})
+		httpjson.Write(w, http.StatusOK, adminLoginResponse{Success: true, User: view})
 		return
 	}
-	writeJSON(w, http.StatusOK, loginResponse{Success: true, User: view, LoginMethods: view.LoginMethods})
+	httpjson.Write(w, http.StatusOK, loginResponse{Success: true, User: view, LoginMethods: view.LoginMethods})
 }
 
 type verifyPINRequest struct {
@@ -183,7 +185,7 @@ func (h *handlers) verifyPIN(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	view := newUserView(u)
-	writeJSON(w, http.StatusOK, loginResponse{Success: true, User: view, LoginMethods: view.LoginMethods})
+	httpjson.Write(w, http.StatusOK, loginResponse{Success: true, User: view, LoginMethods: view.LoginMethods})
 }
 
 type magicLinkRequest struct {
@@ -269,7 +271,7 @@ func (h *handlers) answerMessage(w http.ResponseWriter, r *http.Request, err err
 		h.s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, messageResponse{Success: true, Message: message})
+	httpjson.Write(w, http.StatusOK, messageResponse{Success: true, Message: message})
 }
 
 // adminLogin serves POST /api/admin/login {email, password}: for a user whose role is admin
@@ -299,7 +301,7 @@ func (h *handlers) adminLogout(w http.ResponseWriter, r *http.Request) {
 		h.s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, logoutResponse{Success: true})
+	httpjson.Write(w, http.StatusOK, logoutResponse{Success: true})
 }
 
 // ssoValidate serves GET /api/sso/validate: it reads `admin-session` first, then
@@ -315,10 +317,10 @@ func (h *handlers) ssoValidate(w http.ResponseWriter, r *http.Request) {
 			h.s.writeError(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, ssoValidateResponse{IsValid: true, SessionType: kind, User: newUserView(u)})
+		httpjson.Write(w, http.StatusOK, ssoValidateResponse{IsValid: true, SessionType: kind, User: newUserView(u)})
 		return
 	}
-	writeJSON(w, http.StatusUnauthorized, ssoInvalidResponse{IsValid: false})
+	httpjson.Write(w, http.StatusUnauthorized, ssoInvalidResponse{IsValid: false})
 }
 
 // session serves GET /api/public/session: 200 {isValid: true, user} for a valid
@@ -327,14 +329,14 @@ func (h *handlers) session(w http.ResponseWriter, r *http.Request) {
 	_, u, err := h.s.CurrentSession(r, SessionPublic)
 	if errors.Is(err, ErrSessionNotFound) {
 		status, message := Describe(err)
-		writeJSON(w, status, invalidSessionResponse{IsValid: false, Error: http.StatusText(status), Message: message})
+		httpjson.Write(w, status, invalidSessionResponse{IsValid: false, Error: http.StatusText(status), Message: message})
 		return
 	}
 	if err != nil {
 		h.s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, sessionResponse{IsValid: true, User: newUserView(u)})
+	httpjson.Write(w, http.StatusOK, sessionResponse{IsValid: true, User: newUserView(u)})
 }
 
 // logout serves POST /api/public/logout: it revokes the public session server-side, clears
@@ -344,5 +346,5 @@ func (h *handlers) logout(w http.ResponseWriter, r *http.Request) {
 		h.s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, logoutResponse{Success: true})
+	httpjson.Write(w, http.StatusOK, logoutResponse{Success: true})
 }
