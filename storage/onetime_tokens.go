@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/gatehouse-id/gatehouse/publicauth"
@@ -55,15 +54,7 @@ func (s *Store) CreateOneTimeToken(ctx context.Context, t *publicauth.OneTimeTok
 		}
 		return tx.Create(&m).Error
 	})
-	switch {
-	case err == nil:
-		return nil
-	case isForeignKey(err):
-		return publicauth.ErrUserNotFound
-	case isDuplicate(err):
-		return ErrConflict
-	}
-	return fmt.Errorf("storage: create one-time token: %w", err)
+	return userRowError("create one-time token", err)
 }
 
 // ConsumeOneTimeToken marks the token with that hash and purpose used at now and returns it.

@@ -45,15 +45,7 @@ func (s *Store) CreatePINChallenge(ctx context.Context, c *publicauth.PINChallen
 		UsedAt:      utcPtr(c.UsedAt),
 	}
 	err := s.guarded(ctx, func(db *gorm.DB) error { return db.Create(&m).Error })
-	switch {
-	case err == nil:
-		return nil
-	case isForeignKey(err):
-		return publicauth.ErrUserNotFound
-	case isDuplicate(err):
-		return ErrConflict
-	}
-	return fmt.Errorf("storage: create PIN challenge: %w", err)
+	return userRowError("create PIN challenge", err)
 }
 
 // ReservePINAttempt adds one to the challenge's attempts in one conditional update that
