@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gatehouse-id/gatehouse/internal/httpjson"
 	"github.com/gorilla/mux"
 )
 
@@ -72,7 +73,7 @@ func (h *handlers) get(w http.ResponseWriter, r *http.Request) {
 		h.s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, newRecordView(rec))
+	httpjson.Write(w, http.StatusOK, newRecordView(rec))
 }
 
 // put serves both PUT routes (op tells which): 201 and the record when it was created, 200
@@ -98,7 +99,7 @@ func (h *handlers) put(op operation) http.HandlerFunc {
 		if created {
 			status = http.StatusCreated
 		}
-		writeJSON(w, status, newRecordView(rec))
+		httpjson.Write(w, status, newRecordView(rec))
 	}
 }
 
@@ -115,7 +116,7 @@ func (h *handlers) revoke(op operation) http.HandlerFunc {
 			h.s.writeError(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, newRecordView(rec))
+		httpjson.Write(w, http.StatusOK, newRecordView(rec))
 	}
 }
 
@@ -141,10 +142,10 @@ func (h *handlers) requestAccess(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if outcome == RequestPending {
-		writeJSON(w, http.StatusOK, accessRequestView{Message: "access request already pending", Permission: newRecordView(rec)})
+		httpjson.Write(w, http.StatusOK, accessRequestView{Message: "access request already pending", Permission: newRecordView(rec)})
 		return
 	}
-	writeJSON(w, http.StatusCreated, accessRequestView{Message: "access requested", Permission: newRecordView(rec)})
+	httpjson.Write(w, http.StatusCreated, accessRequestView{Message: "access requested", Permission: newRecordView(rec)})
 }
 
 // listApp serves GET /api/admin/apps/{clientId}/permissions?status=&limit=&cursor=.
@@ -162,7 +163,7 @@ func (h *handlers) listApp(w http.ResponseWriter, r *http.Request) {
 	for _, rec := range records {
 		page.Permissions = append(page.Permissions, newRecordView(rec))
 	}
-	writeJSON(w, http.StatusOK, page)
+	httpjson.Write(w, http.StatusOK, page)
 }
 
 // listAudit serves GET /api/admin/audit?userId=&clientId=&limit=&cursor=.
@@ -185,7 +186,7 @@ func (h *handlers) listAudit(w http.ResponseWriter, r *http.Request) {
 			Action: e.Action, Before: newRecordView(e.Before), After: newRecordView(e.After), At: formatTime(e.At),
 		})
 	}
-	writeJSON(w, http.StatusOK, page)
+	httpjson.Write(w, http.StatusOK, page)
 }
 
 // admitListing lets only admins through to a listing and reads its query and its limit

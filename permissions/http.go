@@ -1,36 +1,24 @@
 package permissions
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
-	"mime"
 	"net/http"
 	"time"
+
+	"github.com/gatehouse-id/gatehouse/internal/httpjson"
 )
 
 // maxBodyBytes caps a JSON request body: the bodies here are a handful of short fields.
 const maxBodyBytes = 16 << 10
 
-// requestError is a fault of the HTTP request itself (media type, size, JSON syntax),
-// found before the service is called.
-type requestError struct {
-	status  int
-	message string
-}
-
-func (e *requestError) Error() string { return e.message }
-
 // Describe is the one table from this package's errors to HTTP answers: the status and a
 // message safe to show. Anything not in it is a 500 whose details are only logged.
 func Describe(err error) (int, string) {
-	var reqErr *requestError
+	var reqErr *httpjson.RequestError
 	var inputErr *InputError
 	switch {
 	case errors.As(err, &reqErr):
-		return reqErr.status, reqErr.message
+		return reqErr.Status, reqErr.Message
 	case errors.As(err, &inputErr):
 		return http.StatusBadRequest, inputErr.Error()
 	case errors.Is(err, ErrNoCredentials):
@@ -52,23 +40,10 @@ func Describe(err error) (int, string) {
 		return http.StatusNotFound, "no permission record for this user and application"
 	case errors.Is(err, ErrAlreadyApproved):
 		return http.StatusConflict, "access is already approved"
-	case unavailable(err):
+	case httpjson.Unavailable(err):
 		return http.StatusServiceUnavailable, "service temporarily unavailable, try again shortly"
 	}
 	return http.StatusInternalServerError, "internal error"
-}
-
-// unavailable reports whether err says the store cannot reach its database; the store marks
-// such errors with an Unavailable method.
-func unavailable(err error) bool {
-	var u interface{ Unavailable() bool }
-	return errors.As(err, &u) && u.Unavailable()
-}
-
-// errorBody is the application error shape: the HTTP status text and a message.
-type errorBody struct {
-	Error   string `json:"error"`
-	Message string `json:"message"`
 }
 
 // writeError answers with err mapped through Describe. A refused bearer token gets an
@@ -86,50 +61,16 @@ func (s *Service) writeError(w http.ResponseWriter, r *http.Request, err error) 
 		s.logger.ErrorContext(r.Context(), "permissions: request failed",
 			"method", r.Method, "path", r.URL.Path, "err", err)
 	}
-	writeJSON(w, status, errorBody{Error: http.StatusText(status), Message: message})
-}
-
-// writeJSON answers with status and v as JSON that no cache keeps.
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v) // the status is out; a failed write is a gone client
+	httpjson.WriteError(w, status, message)
 }
 
 // readJSON reads r's body into dst: it must be declared application/json (else 415), be at
-// most maxBodyBytes long (else 413) and hold exactly one JSON object (else 400). A field of
-// the wrong JSON type is an *InputError naming it.
+// most maxBodyBytes long (else 413) and hold exactly one JSON object (else 400); see
+// httpjson.Decode. A field of the wrong JSON type is an *InputError naming it.
 func readJSON(w http.ResponseWriter, r *http.Request, dst any) error {
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		return &requestError{http.StatusUnsupportedMediaType, "Content-Type must be application/json"}
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
-	var tooLarge *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooLarge):
-		return &requestError{http.StatusRequestEntityTooLarge, fmt.Sprintf("request body must be at most %d bytes", maxBodyBytes)}
-	case err != nil:
-		return &requestError{http.StatusBadRequest, "request body could not be read"}
-	}
-	body = bytes.TrimSpace(body)
-	switch {
-	case len(body) == 0:
-		return &requestError{http.StatusBadRequest, "request body is empty"}
-	case !json.Valid(body):
-		return &requestError{http.StatusBadRequest, "request body is not valid JSON"}
-	case body[0] != '{':
-		return &requestError{http.StatusBadRequest, "request body must be a JSON object"}
-	}
-	var typeErr *json.UnmarshalTypeError
-	if err := json.Unmarshal(body, dst); errors.As(err, &typeErr) {
-		return &InputError{Field: typeErr.Field, Reason: "must be a JSON " + typeErr.Type.String()}
-	} else if err != nil {
-		return &requestError{http.StatusBadRequest, "request body is not valid JSON"}
-	}
-	return nil
+	return httpjson.Decode(w, r, dst, maxBodyBytes, func(field, reason string) error {
+		return &InputError{Field: field, Reason: reason}
+	})
 }
 
 // recordView is the permission record of the SSO interface (§2): timestamps in RFC 3339

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ory/fosite"
 
+	"github.com/gatehouse-id/gatehouse/internal/httpjson"
 	"github.com/gatehouse-id/gatehouse/publicauth"
 	"github.com/gatehouse-id/gatehouse/storage"
 )
@@ -43,7 +44,7 @@ func (p *Provider) pageFailure(w http.ResponseWriter, r *http.Request, err error
 		return
 	}
 	p.log.ErrorContext(r.Context(), "hosted page failed", "error", err)
-	if databaseDown(err) {
+	if httpjson.Unavailable(err) {
 		w.Header().Set("Retry-After", "5")
 		p.pages.error(w, r, http.StatusServiceUnavailable, "Temporarily unavailable", "The service is temporarily unavailable. Please try again in a moment.")
 		return

@@ -188,22 +188,36 @@ func (p *Provider) pinSubmit(w http.ResponseWriter, r *http.Request) {
 // magicLinkSubmit mails a sign-in link for the login page's second form. The answer is
 // the same whether or not the account exists.
 func (p *Provider) magicLinkSubmit(w http.ResponseWriter, r *http.Request) {
+	p.mailLinkSubmit(w, r, "login", limitMagicLink,
+		func(f submittedForm, email string) error {
+			return p.auth.RequestMagicLink(r.Context(), publicauth.MagicLinkRequest{Email: email, Resume: resumePath(f.token)})
+		},
+		func(email string) string {
+			return "If a verified account exists for " + email + ", we sent it a sign-in link. It works once, for " +
+				publicauth.MailData{ExpiresIn: p.cfg.PublicAuth.MagicLinkLifespan}.ExpiresInWords() + "."
+		})
+}
+
+// mailLinkSubmit handles a form of page that mails a one-time link to the email it holds:
+// it checks the form and the rate limit of endpoint, send mails the link, and the answer is
+// a "Check your email" notice with noticeText(email). Every address, registered or not,
+// gets that same answer, so it tells nothing about which addresses have accounts.
+func (p *Provider) mailLinkSubmit(w http.ResponseWriter, r *http.Request, page, endpoint string,
+	send func(f submittedForm, email string) error, noticeText func(email string) string) {
 	f, ok := p.checkForm(w, r)
 	if !ok {
 		return
 	}
 	email := strings.TrimSpace(r.PostFormValue("email"))
-	err := p.auth.CheckRate(r, limitMagicLink)
+	err := p.auth.CheckRate(r, endpoint)
 	if err == nil {
-		err = p.auth.RequestMagicLink(r.Context(), publicauth.MagicLinkRequest{Email: email, Resume: resumePath(f.token)})
+		err = send(f, email)
 	}
 	if err != nil {
-		p.formFailed(w, r, "login", f, map[string]any{"Email": email}, err)
+		p.formFailed(w, r, page, f, map[string]any{"Email": email}, err)
 		return
 	}
-	p.notice(w, r, http.StatusOK, "Check your email",
-		"If a verified account exists for "+email+", we sent it a sign-in link. It works once, for "+
-			publicauth.MailData{ExpiresIn: p.cfg.PublicAuth.MagicLinkLifespan}.ExpiresInWords()+".", "", "")
+	p.notice(w, r, http.StatusOK, "Check your email", noticeText(email), "", "")
 }
 
 // magicLogin consumes the link of a magic-link mail (GET /api/public/magic-login?token=).
@@ -230,22 +244,12 @@ func (p *Provider) magicLogin(w http.ResponseWriter, r *http.Request) {
 
 // forgotPasswordSubmit mails a password-reset link; the same answer whatever the account.
 func (p *Provider) forgotPasswordSubmit(w http.ResponseWriter, r *http.Request) {
-	f, ok := p.checkForm(w, r)
-	if !ok {
-		return
-	}
-	email := strings.TrimSpace(r.PostFormValue("email"))
-	err := p.auth.CheckRate(r, limitPasswordReset)
-	if err == nil {
-		err = p.auth.RequestPasswordReset(r.Context(), email)
-	}
-	if err != nil {
-		p.formFailed(w, r, "forgot_password", f, map[string]any{"Email": email}, err)
-		return
-	}
-	p.notice(w, r, http.StatusOK, "Check your email",
-		"If an account exists for "+email+", we sent it a link to choose a new password. It works once, for "+
-			publicauth.MailData{ExpiresIn: p.cfg.PublicAuth.PasswordResetLifespan}.ExpiresInWords()+".", "", "")
+	p.mailLinkSubmit(w, r, "forgot_password", limitPasswordReset,
+		func(_ submittedForm, email string) error { return p.auth.RequestPasswordReset(r.Context(), email) },
+		func(email string) string {
+			return "If an account exists for " + email + ", we sent it a link to choose a new password. It works once, for " +
+				publicauth.MailData{ExpiresIn: p.cfg.PublicAuth.PasswordResetLifespan}.ExpiresInWords() + "."
+		})
 }
 
 // resetPasswordPage shows the form of a password-reset link.

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/ory/fosite"
+
+	"github.com/gatehouse-id/gatehouse/internal/httpjson"
 )
 
 // token is the token endpoint (RFC 6749 §3.2): authorization_code (with PKCE),
@@ -97,7 +99,7 @@ func (p *Provider) userinfo(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ar, session, err := p.accessToken(ctx, token)
-	if databaseDown(err) {
+	if httpjson.Unavailable(err) {
 		bearerError(w, http.StatusServiceUnavailable, "temporarily_unavailable", "The database is unreachable; try again shortly.")
 		return
 	}
@@ -191,7 +193,7 @@ func (p *Provider) accessToken(ctx context.Context, bearer string) (fosite.Reque
 		return nil, nil, errInvalidBearer
 	}
 	use, ar, err := p.oauth.IntrospectToken(ctx, bearer, fosite.AccessToken, newSession())
-	if databaseDown(err) {
+	if httpjson.Unavailable(err) {
 		return nil, nil, err
 	}
 	if err != nil || use != fosite.AccessToken {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/gatehouse-id/gatehouse/internal/httpjson"
 	"github.com/gorilla/mux"
 )
 
@@ -64,5 +65,5 @@ func (h *handlers) adminUpdateUser(w http.ResponseWriter, r *http.Request) {
 		h.s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, adminUserView{userView: newUserView(u), RequirePIN: u.RequirePIN})
+	httpjson.Write(w, http.StatusOK, adminUserView{userView: newUserView(u), RequirePIN: u.RequirePIN})
 }

@@ -3,6 +3,8 @@ package publicauth
 import (
 	"errors"
 	"net/http"
+
+	"github.com/gatehouse-id/gatehouse/internal/httpjson"
 )
 
 // handlers serves the JSON endpoints under /api/public/*: each decodes, calls the Service and
@@ -55,7 +57,7 @@ func (h *handlers) register(w http.ResponseWriter, r *http.Request) {
 	case reg.AccountLinking:
 		status, message = http.StatusAccepted, confirmPasswordMessage
 	}
-	writeJSON(w, status, newRegisterResponse(reg.User, message, reg.AccountLinking))
+	httpjson.Write(w, status, newRegisterResponse(reg.User, message, reg.AccountLinking))
 }
 
 // newRegisterResponse is the registration response for u.
@@ -94,7 +96,7 @@ func (h *handlers) confirmPassword(w http.ResponseWriter, r *http.Request) {
 		h.s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, newRegisterResponse(u, passwordAddedMessage, true))
+	httpjson.Write(w, http.StatusOK, newRegisterResponse(u, passwordAddedMessage, true))
 }
 
 // login serves POST /api/public/login: 200 {success, user, loginMethods} and a new
@@ -157,7 +159,7 @@ func (h *handlers) startPIN(w http.ResponseWriter, r *http.Request, u *User, kin
 		h.s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, pinRequiredResponse{Success: true, PINRequired: true, ChallengeID: c.ID})
+	httpjson.Write(w, http.StatusOK, pinRequiredResponse{Success: true, PINRequired: true, ChallengeID: c.ID})
 }
 
 // completeLogin ends an authentication by method: it replaces the request's session of kind
@@ -170,10 +172,10 @@ func (h *handlers) completeLogin(w http.ResponseWriter, r *http.Request, u *User
 	}
 	view := newUserView(u)
 	if kind == SessionAdmin {
-		writeJSON(w, http.StatusOK, adminLoginResponse{Success: true, User: view})
+		httpjson.Write(w, http.StatusOK, adminLoginResponse{Success: true, User: view})
 		return
 	}
-	writeJSON(w, http.StatusOK, loginResponse{Success: true, User: view, LoginMethods: view.LoginMethods})
+	httpjson.Write(w, http.StatusOK, loginResponse{Success: true, User: view, LoginMethods: view.LoginMethods})
 }
 
 type verifyPINRequest struct {
@@ -209,7 +211,7 @@ func (h *handlers) verifyPIN(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	view := newUserView(u)
-	writeJSON(w, http.StatusOK, loginResponse{Success: true, User: view, LoginMethods: view.LoginMethods})
+	httpjson.Write(w, http.StatusOK, loginResponse{Success: true, User: view, LoginMethods: view.LoginMethods})
 }
 
 type magicLinkRequest struct {
@@ -297,7 +299,7 @@ func (h *handlers) answerMessage(w http.ResponseWriter, r *http.Request, err err
 		h.s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, messageResponse{Success: true, Message: message})
+	httpjson.Write(w, http.StatusOK, messageResponse{Success: true, Message: message})
 }
 
 // adminLogin serves POST /api/admin/login {email, password}: for a user whose role is admin
@@ -327,7 +329,7 @@ func (h *handlers) adminLogout(w http.ResponseWriter, r *http.Request) {
 		h.s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, logoutResponse{Success: true})
+	httpjson.Write(w, http.StatusOK, logoutResponse{Success: true})
 }
 
 // ssoValidate serves GET /api/sso/validate: it reads `admin-session` first, then
@@ -343,10 +345,10 @@ func (h *handlers) ssoValidate(w http.ResponseWriter, r *http.Request) {
 			h.s.writeError(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, ssoValidateResponse{IsValid: true, SessionType: kind, User: newUserView(u)})
+		httpjson.Write(w, http.StatusOK, ssoValidateResponse{IsValid: true, SessionType: kind, User: newUserView(u)})
 		return
 	}
-	writeJSON(w, http.StatusUnauthorized, ssoInvalidResponse{IsValid: false})
+	httpjson.Write(w, http.StatusUnauthorized, ssoInvalidResponse{IsValid: false})
 }
 
 // session serves GET /api/public/session: 200 {isValid: true, user} for a valid
@@ -355,14 +357,14 @@ func (h *handlers) session(w http.ResponseWriter, r *http.Request) {
 	_, u, err := h.s.CurrentSession(r, SessionPublic)
 	if errors.Is(err, ErrSessionNotFound) {
 		status, message := Describe(err)
-		writeJSON(w, status, invalidSessionResponse{IsValid: false, Error: http.StatusText(status), Message: message})
+		httpjson.Write(w, status, invalidSessionResponse{IsValid: false, Error: http.StatusText(status), Message: message})
 		return
 	}
 	if err != nil {
 		h.s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, sessionResponse{IsValid: true, User: newUserView(u)})
+	httpjson.Write(w, http.StatusOK, sessionResponse{IsValid: true, User: newUserView(u)})
 }
 
 // logout serves POST /api/public/logout: it revokes the public session server-side, clears
@@ -372,5 +374,5 @@ func (h *handlers) logout(w http.ResponseWriter, r *http.Request) {
 		h.s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, logoutResponse{Success: true})
+	httpjson.Write(w, http.StatusOK, logoutResponse{Success: true})
 }

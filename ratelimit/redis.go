@@ -92,12 +92,9 @@ func NewRedisFromClient(client *redis.Client, opts ...Option) *Redis {
 // included, holds at most limit attempts; when it does not, retryAfter is the time until the
 // window ends, in whole seconds and at least one. The window is kept to the millisecond.
 func (r *Redis) Hit(ctx context.Context, key string, limit int, window time.Duration) (bool, time.Duration, error) {
-	if window <= 0 {
-		return false, 0, ErrInvalidWindow
-	}
-	count, left, err := r.run(ctx, hitScript, key, window)
+	count, left, err := r.run(ctx, hitScript, "hit", key, window)
 	if err != nil {
-		return false, 0, fmt.Errorf("ratelimit: Redis hit: %w", err)
+		return false, 0, err
 	}
 	if count <= int64(limit) {
 		return true, 0, nil
@@ -108,12 +105,9 @@ func (r *Redis) Hit(ctx context.Context, key string, limit int, window time.Dura
 // Exceeded reports, without recording anything, whether key's current window already holds
 // limit or more attempts, and if so the time until it ends (whole seconds, at least one).
 func (r *Redis) Exceeded(ctx context.Context, key string, limit int, window time.Duration) (bool, time.Duration, error) {
-	if window <= 0 {
-		return false, 0, ErrInvalidWindow
-	}
-	count, left, err := r.run(ctx, exceededScript, key, window)
+	count, left, err := r.run(ctx, exceededScript, "exceeded", key, window)
 	if err != nil {
-		return false, 0, fmt.Errorf("ratelimit: Redis exceeded: %w", err)
+		return false, 0, err
 	}
 	if count == 0 || count < int64(limit) {
 		return false, 0, nil
@@ -154,17 +148,21 @@ func (r *Redis) Close() error {
 }
 
 // run runs script on key's counter with the window in milliseconds (rounded up) and returns
-// the count and the time left in the window. window is positive.
-func (r *Redis) run(ctx context.Context, script *redis.Script, key string, window time.Duration) (int64, time.Duration, error) {
+// the count and the time left in the window. A window that is not positive is
+// ErrInvalidWindow; what names the operation in every other error.
+func (r *Redis) run(ctx context.Context, script *redis.Script, what, key string, window time.Duration) (int64, time.Duration, error) {
+	if window <= 0 {
+		return 0, 0, ErrInvalidWindow
+	}
 	windowMS := int64((window + time.Millisecond - 1) / time.Millisecond)
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	values, err := script.Run(ctx, r.client, []string{r.prefix + key}, windowMS).Int64Slice()
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, fmt.Errorf("ratelimit: Redis %s: %w", what, err)
 	}
 	if len(values) != 2 {
-		return 0, 0, fmt.Errorf("script answered %d values, want 2", len(values))
+		return 0, 0, fmt.Errorf("ratelimit: Redis %s: script answered %d values, want 2", what, len(values))
 	}
 	return values[0], time.Duration(values[1]) * time.Millisecond, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/gatehouse-id/gatehouse/internal/httpjson"
 	"github.com/gatehouse-id/gatehouse/publicauth"
 )
 
@@ -84,16 +85,9 @@ func describe(err error) answer {
 			message: "An account with this email address already exists. Sign in to it with your password first, then choose this sign-in option again to link it to your account."}
 	case errors.Is(err, publicauth.ErrAccountDisabled):
 		return answer{status: http.StatusForbidden, title: "Account disabled", message: "This account is disabled."}
-	case unavailable(err):
+	case httpjson.Unavailable(err):
 		return answer{status: http.StatusServiceUnavailable, title: "Temporarily unavailable",
 			message: "The service is temporarily unavailable. Please try again in a moment."}
 	}
 	return answer{status: http.StatusInternalServerError, title: "Something went wrong", message: "Please try again in a moment."}
-}
-
-// unavailable reports whether err says the database cannot be reached; the store marks such
-// errors with an Unavailable method.
-func unavailable(err error) bool {
-	var u interface{ Unavailable() bool }
-	return errors.As(err, &u) && u.Unavailable()
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/gatehouse-id/gatehouse/internal/httpjson"
 	"github.com/gatehouse-id/gatehouse/publicauth"
 )
 
@@ -294,10 +294,5 @@ func (s *Service) fail(w http.ResponseWriter, r *http.Request, u *upstream, requ
 
 // notFound answers a route of a provider that is not enabled, in the JSON error shape.
 func notFound(w http.ResponseWriter) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(http.StatusNotFound)
-	_ = json.NewEncoder(w).Encode(map[string]string{"error": "Not Found", "message": "this sign-in provider is not enabled"})
+	httpjson.WriteError(w, http.StatusNotFound, "this sign-in provider is not enabled")
 }

@@ -2,8 +2,6 @@ package storage
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/gatehouse-id/gatehouse/publicauth"
@@ -56,15 +54,7 @@ func (s *Store) CreateOneTimeToken(ctx context.Context, t *publicauth.OneTimeTok
 		}
 		return tx.Create(&m).Error
 	})
-	switch {
-	case err == nil:
-		return nil
-	case isForeignKey(err):
-		return publicauth.ErrUserNotFound
-	case isDuplicate(err):
-		return ErrConflict
-	}
-	return fmt.Errorf("storage: create one-time token: %w", err)
+	return userRowError("create one-time token", err)
 }
 
 // ConsumeOneTimeToken marks the token with that hash and purpose used at now and returns it.
@@ -73,25 +63,13 @@ func (s *Store) CreateOneTimeToken(ctx context.Context, t *publicauth.OneTimeTok
 // used, expired or other-purpose token, get publicauth.ErrInvalidToken.
 func (s *Store) ConsumeOneTimeToken(ctx context.Context, idHash, purpose string, now time.Time) (*publicauth.OneTimeToken, error) {
 	now = utc(now)
-	var m oneTimeTokenModel
-	err := s.inTx(ctx, func(tx *gorm.DB) error {
-		res := tx.Model(&oneTimeTokenModel{}).
-			Where("id_hash = ? AND purpose = ? AND used_at IS NULL AND expires_at > ?", idHash, purpose, now).
-			Update("used_at", now)
-		if res.Error != nil {
-			return res.Error
-		}
-		if res.RowsAffected == 0 {
-			return publicauth.ErrInvalidToken
-		}
-		// The row is ours now: the update above set used_at, so no one else can change it.
-		return tx.Take(&m, "id_hash = ?", idHash).Error
-	})
-	switch {
-	case err == nil:
-		return m.toToken(), nil
-	case errors.Is(err, publicauth.ErrInvalidToken):
+	m, err := claimRow[oneTimeTokenModel](ctx, s, "consume one-time token", publicauth.ErrInvalidToken, "id_hash", idHash,
+		func(q *gorm.DB) *gorm.DB {
+			return q.Where("id_hash = ? AND purpose = ? AND used_at IS NULL AND expires_at > ?", idHash, purpose, now).
+				Update("used_at", now)
+		})
+	if err != nil {
 		return nil, err
 	}
-	return nil, fmt.Errorf("storage: consume one-time token: %w", err)
+	return m.toToken(), nil
 }

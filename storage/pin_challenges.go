@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -46,15 +45,7 @@ func (s *Store) CreatePINChallenge(ctx context.Context, c *publicauth.PINChallen
 		UsedAt:      utcPtr(c.UsedAt),
 	}
 	err := s.guarded(ctx, func(db *gorm.DB) error { return db.Create(&m).Error })
-	switch {
-	case err == nil:
-		return nil
-	case isForeignKey(err):
-		return publicauth.ErrUserNotFound
-	case isDuplicate(err):
-		return ErrConflict
-	}
-	return fmt.Errorf("storage: create PIN challenge: %w", err)
+	return userRowError("create PIN challenge", err)
 }
 
 // ReservePINAttempt adds one to the challenge's attempts in one conditional update that
@@ -64,26 +55,15 @@ func (s *Store) CreatePINChallenge(ctx context.Context, c *publicauth.PINChallen
 // it returns publicauth.ErrChallengeInvalid.
 func (s *Store) ReservePINAttempt(ctx context.Context, id string, maxAttempts int, now time.Time) (*publicauth.PINChallenge, error) {
 	now = utc(now)
-	var m pinChallengeModel
-	err := s.inTx(ctx, func(tx *gorm.DB) error {
-		res := tx.Model(&pinChallengeModel{}).
-			Where("id = ? AND used_at IS NULL AND expires_at > ? AND attempts < ?", id, now, maxAttempts).
-			Update("attempts", gorm.Expr("attempts + 1"))
-		if res.Error != nil {
-			return res.Error
-		}
-		if res.RowsAffected == 0 {
-			return publicauth.ErrChallengeInvalid
-		}
-		return tx.Take(&m, "id = ?", id).Error
-	})
-	switch {
-	case err == nil:
-		return m.toChallenge(), nil
-	case errors.Is(err, publicauth.ErrChallengeInvalid):
+	m, err := claimRow[pinChallengeModel](ctx, s, "reserve PIN attempt", publicauth.ErrChallengeInvalid, "id", id,
+		func(q *gorm.DB) *gorm.DB {
+			return q.Where("id = ? AND used_at IS NULL AND expires_at > ? AND attempts < ?", id, now, maxAttempts).
+				Update("attempts", gorm.Expr("attempts + 1"))
+		})
+	if err != nil {
 		return nil, err
 	}
-	return nil, fmt.Errorf("storage: reserve PIN attempt: %w", err)
+	return m.toChallenge(), nil
 }
 
 // ConsumePINChallenge marks the challenge used at now in one conditional update that

@@ -26,16 +26,7 @@ func (s *Store) CreateSession(ctx context.Context, sess *publicauth.Session) err
 		ExpiresAt: utc(sess.ExpiresAt),
 	}
 	err := s.guarded(ctx, func(db *gorm.DB) error { return db.Create(&m).Error })
-	if err != nil {
-		switch {
-		case isForeignKey(err):
-			return publicauth.ErrUserNotFound
-		case isDuplicate(err):
-			return ErrConflict
-		}
-		return fmt.Errorf("storage: create session: %w", err)
-	}
-	return nil
+	return userRowError("create session", err)
 }
 
 // SessionByIDHash returns the session with that id hash whose ExpiresAt is after now and its

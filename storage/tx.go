@@ -143,3 +143,29 @@ func isForeignKey(err error) bool {
 func isNotFound(err error) bool {
 	return errors.Is(err, gorm.ErrRecordNotFound)
 }
+
+// claimRow runs update, a conditional update of rows of M, and in the same transaction reads
+// back the row whose keyColumn is key. The condition decides who wins a race: of concurrent
+// callers only those it still admits change the row; when it changed none, claimRow returns
+// miss. Once changed, the row is the caller's, so the read sees its update. what names the
+// operation in other errors.
+func claimRow[M any](ctx context.Context, s *Store, what string, miss error, keyColumn string, key any, update func(q *gorm.DB) *gorm.DB) (*M, error) {
+	var m M
+	err := s.inTx(ctx, func(tx *gorm.DB) error {
+		res := update(tx.Model(new(M)))
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return miss
+		}
+		return tx.Take(&m, keyColumn+" = ?", key).Error
+	})
+	switch {
+	case err == nil:
+		return &m, nil
+	case errors.Is(err, miss):
+		return nil, err
+	}
+	return nil, fmt.Errorf("storage: %s: %w", what, err)
+}

@@ -136,3 +136,19 @@ func (s *Store) UpdateUser(ctx context.Context, u *publicauth.User) error {
 	u.UpdatedAt = now
 	return nil
 }
+
+// userRowError maps the error of inserting a row that belongs to a user (a session, a
+// one-time token, a PIN challenge): nil stays nil, a broken foreign key is
+// publicauth.ErrUserNotFound, a duplicate key ErrConflict. what names the operation in any
+// other error.
+func userRowError(what string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case isForeignKey(err):
+		return publicauth.ErrUserNotFound
+	case isDuplicate(err):
+		return ErrConflict
+	}
+	return fmt.Errorf("storage: %s: %w", what, err)
+}

@@ -1,0 +1,97 @@
+package httpjson
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+)
+
+// ErrorBody is the application error shape (DESIGN §4): the HTTP status text and a message
+// for people.
+type ErrorBody struct {
+	Error   string `json:"error"`
+	Message string `json:"message"`
+}
+
+// WriteError answers with status in the ErrorBody shape.
+func WriteError(w http.ResponseWriter, status int, message string) {
+	Write(w, status, ErrorBody{Error: http.StatusText(status), Message: message})
+}
+
+// Write answers with status and v as JSON that no cache keeps and no browser sniffs.
+func Write(w http.ResponseWriter, status int, v any) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	// The status line is out; a failed write means the client went away.
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// RequestError is a fault of the HTTP request itself (media type, size, JSON syntax), found
+// before the service is called. It carries its status and a message safe to show.
+type RequestError struct {
+	Status  int
+	Message string
+}
+
+func (e *RequestError) Error() string { return e.Message }
+
+// Decode reads r's body into dst. The body must be declared application/json (else 415), be
+// at most maxBytes long (else 413) and hold exactly one JSON object (else 400); unknown
+// fields are ignored. It returns a *RequestError, or for a field of the wrong JSON type what
+// fieldError makes of the field's dotted path and the reason ("must be a JSON string"): each
+// domain package names such a field in its own input error.
+func Decode(w http.ResponseWriter, r *http.Request, dst any, maxBytes int64, fieldError func(field, reason string) error) error {
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return &RequestError{http.StatusUnsupportedMediaType, "Content-Type must be application/json"}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBytes))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return &RequestError{http.StatusRequestEntityTooLarge, fmt.Sprintf("request body must be at most %d bytes", maxBytes)}
+	case err != nil:
+		return &RequestError{http.StatusBadRequest, "request body could not be read"}
+	}
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 {
+		return &RequestError{http.StatusBadRequest, "request body is empty"}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var value, extra json.RawMessage
+	if err := dec.Decode(&value); err != nil {
+		return &RequestError{http.StatusBadRequest, "request body is not valid JSON"}
+	}
+	switch err := dec.Decode(&extra); {
+	case err == nil:
+		return &RequestError{http.StatusBadRequest, "request body must hold a single JSON object"}
+	case !errors.Is(err, io.EOF):
+		return &RequestError{http.StatusBadRequest, "request body is not valid JSON"}
+	}
+	if value[0] != '{' {
+		return &RequestError{http.StatusBadRequest, "request body must be a JSON object"}
+	}
+	var typeErr *json.UnmarshalTypeError
+	switch err := json.Unmarshal(value, dst); {
+	case errors.As(err, &typeErr) && typeErr.Field != "":
+		return fieldError(typeErr.Field, "must be a JSON "+typeErr.Type.String())
+	case errors.As(err, &typeErr):
+		return &RequestError{http.StatusBadRequest, "request body must be a JSON object"}
+	case err != nil:
+		return &RequestError{http.StatusBadRequest, "request body is not valid JSON"}
+	}
+	return nil
+}
+
+// Unavailable reports whether err says the store cannot reach its database; the store marks
+// such errors with an Unavailable method (no domain package imports storage).
+func Unavailable(err error) bool {
+	var u interface{ Unavailable() bool }
+	return errors.As(err, &u) && u.Unavailable()
+}

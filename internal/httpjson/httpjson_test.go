@@ -1,0 +1,111 @@
+package httpjson_test
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/gatehouse-id/gatehouse/internal/httpjson"
+)
+
+// fieldError is what a domain package makes of a field of the wrong JSON type.
+type fieldError struct{ field, reason string }
+
+func (e *fieldError) Error() string { return e.field + " " + e.reason }
+
+// server decodes each request body into a small struct with a 64-byte cap and answers with
+// the fault in the ErrorBody shape, or 204.
+func server(t *testing.T) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var dst struct {
+			Name  string `json:"name"`
+			Inner struct {
+				Count int `json:"count"`
+			} `json:"inner"`
+		}
+		err := httpjson.Decode(w, r, &dst, 64, func(field, reason string) error { return &fieldError{field, reason} })
+		var reqErr *httpjson.RequestError
+		var fieldErr *fieldError
+		switch {
+		case err == nil:
+			w.WriteHeader(http.StatusNoContent)
+		case errors.As(err, &reqErr):
+			httpjson.WriteError(w, reqErr.Status, reqErr.Message)
+		case errors.As(err, &fieldErr):
+			httpjson.WriteError(w, http.StatusBadRequest, fieldErr.Error())
+		default:
+			t.Errorf("Decode returned %T %v", err, err)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestDecode(t *testing.T) {
+	srv := server(t)
+	for _, tc := range []struct {
+		name, contentType, body string
+		wantStatus              int
+		wantBody                string
+	}{
+		{"an object", "application/json", `{"name":"a","inner":{"count":2},"other":1}`, 204, ""},
+		{"with a charset", "application/json; charset=utf-8", ` {"name":"a"} `, 204, ""},
+		{"text/plain", "text/plain", `{}`, 415, `{"error":"Unsupported Media Type","message":"Content-Type must be application/json"}`},
+		{"too long", "application/json", `{"name":"` + strings.Repeat("x", 64) + `"}`, 413, `{"error":"Request Entity Too Large","message":"request body must be at most 64 bytes"}`},
+		{"empty", "application/json", "  ", 400, `{"error":"Bad Request","message":"request body is empty"}`},
+		{"broken", "application/json", `{"name":`, 400, `{"error":"Bad Request","message":"request body is not valid JSON"}`},
+		{"trailing garbage", "application/json", `{} x`, 400, `{"error":"Bad Request","message":"request body is not valid JSON"}`},
+		{"two objects", "application/json", `{} {}`, 400, `{"error":"Bad Request","message":"request body must hold a single JSON object"}`},
+		{"an array", "application/json", `["a"]`, 400, `{"error":"Bad Request","message":"request body must be a JSON object"}`},
+		{"null", "application/json", `null`, 400, `{"error":"Bad Request","message":"request body must be a JSON object"}`},
+		{"a number for a string", "application/json", `{"name":5}`, 400, `{"error":"Bad Request","message":"name must be a JSON string"}`},
+		{"a nested field", "application/json", `{"inner":{"count":"x"}}`, 400, `{"error":"Bad Request","message":"inner.count must be a JSON int"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, err := http.Post(srv.URL, tc.contentType, strings.NewReader(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != tc.wantStatus || strings.TrimSpace(string(body)) != tc.wantBody {
+				t.Errorf("got %d %s, want %d %s", resp.StatusCode, body, tc.wantStatus, tc.wantBody)
+			}
+			if tc.wantStatus != 204 {
+				for name, want := range map[string]string{
+					"Content-Type": "application/json", "Cache-Control": "no-store", "X-Content-Type-Options": "nosniff",
+				} {
+					if got := resp.Header.Get(name); got != want {
+						t.Errorf("%s = %q, want %q", name, got, want)
+					}
+				}
+			}
+		})
+	}
+}
+
+type outage struct{}
+
+func (outage) Error() string     { return "database unreachable" }
+func (outage) Unavailable() bool { return true }
+
+func TestUnavailable(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil", nil, false},
+		{"a plain error", errors.New("boom"), false},
+		{"the store's outage", outage{}, true},
+		{"a wrapped outage", errors.Join(errors.New("get user"), outage{}), true},
+	} {
+		if got := httpjson.Unavailable(tc.err); got != tc.want {
+			t.Errorf("%s: Unavailable = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
