@@ -5,6 +5,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/gatehouse-id/gatehouse/internal/httpjson"
 	"github.com/gatehouse-id/gatehouse/publicauth"
 )
 
@@ -47,10 +48,10 @@ func (p *Provider) routes() *mux.Router {
 	p.perms.Routes(r)
 
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": "Not Found", "message": "no such endpoint"})
+		httpjson.WriteError(w, http.StatusNotFound, "no such endpoint")
 	})
 	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "Method Not Allowed", "message": "method not allowed on this endpoint"})
+		httpjson.WriteError(w, http.StatusMethodNotAllowed, "method not allowed on this endpoint")
 	})
 	return r
 }
