@@ -41,7 +41,9 @@ type Provider struct {
 	pages    *pages
 	csrf     csrfGuard
 	router   *mux.Router
-	// closeLimiter releases the rate limiter's Redis connection, if any.
+	// limiter counts attempts for every rate limit; closeLimiter releases its Redis
+	// connection, if any.
+	limiter      publicauth.Limiter
 	closeLimiter func() error
 
 	stop context.CancelFunc
@@ -80,6 +82,9 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 		p.ownStore = true
 	}
 	fail := func(err error) (*Provider, error) {
+		if p.closeLimiter != nil {
+			_ = p.closeLimiter()
+		}
 		if p.ownStore {
 			_ = p.store.Close()
 		}
@@ -110,7 +115,10 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	}
 	p.oauth, p.idSigner = newOAuth2Provider(cfg, p.store, p.keys, o.now)
 
-	if p.auth, p.closeLimiter, err = newPublicAuth(cfg, p.store, o); err != nil {
+	if p.limiter, p.closeLimiter, err = newLimiter(cfg.PublicAuth, o); err != nil {
+		return fail(err)
+	}
+	if p.auth, err = newPublicAuth(cfg, p.store, p.limiter, o); err != nil {
 		return fail(err)
 	}
 	if p.social, err = p.newSocial(cfg); err != nil {

@@ -67,6 +67,12 @@ type PublicAuthConfig struct {
 	// LockoutLimit is how many failed logins lock an account, and for how long: default 10
 	// failures, locked until 15 minutes after the first of them.
 	LockoutLimit RateLimit
+	// TokenErrorLimit caps the failed requests (400 or 401: a wrong client secret, a bad
+	// code, refresh or access token) one client IP makes at the token, revocation,
+	// introspection and userinfo endpoints: default 100 a minute. Over it those endpoints
+	// answer 429 slow_down until the window ends, so client secrets and tokens cannot be
+	// guessed at speed. Successful requests are never counted.
+	TokenErrorLimit RateLimit
 }
 
 // RateLimit is a number of attempts allowed per window. The zero value takes the default
@@ -96,6 +102,7 @@ func (c PublicAuthConfig) withDefaults(issuer string) (PublicAuthConfig, error) 
 	defRate(&c.LoginRateLimit, 100, time.Minute)
 	defRate(&c.AccountMailLimit, 5, 15*time.Minute)
 	defRate(&c.LockoutLimit, 10, 15*time.Minute)
+	defRate(&c.TokenErrorLimit, 100, time.Minute)
 	if c.ServiceName == "" {
 		c.ServiceName = "Gatehouse"
 	}
@@ -126,6 +133,7 @@ func (c PublicAuthConfig) withDefaults(issuer string) (PublicAuthConfig, error) 
 	}
 	for name, r := range map[string]RateLimit{
 		"login rate limit": c.LoginRateLimit, "account mail limit": c.AccountMailLimit, "lockout limit": c.LockoutLimit,
+		"token error limit": c.TokenErrorLimit,
 	} {
 		if r.Limit >= 0 && r.Window <= 0 {
 			errs = append(errs, fmt.Errorf("%s needs a positive window", name))
@@ -140,32 +148,36 @@ func (c PublicAuthConfig) withDefaults(issuer string) (PublicAuthConfig, error) 
 	return c, errors.Join(errs...)
 }
 
-// newPublicAuth builds the public authentication service of cfg over store: mail through
-// SMTP when configured (else the log), rate limits in Redis when configured (else memory).
-// closeLimiter releases the Redis connection.
-func newPublicAuth(cfg Config, store *storage.Store, o options) (svc *publicauth.Service, closeLimiter func() error, err error) {
+// newLimiter returns the attempt counter every rate limit of the provider uses: in Redis
+// when configured, so replicas share it, else in memory. closeLimiter releases the Redis
+// connection.
+func newLimiter(pc PublicAuthConfig, o options) (limiter publicauth.Limiter, closeLimiter func() error, err error) {
+	if pc.RedisURL == "" {
+		return ratelimit.NewMemory(ratelimit.WithClock(o.now)), func() error { return nil }, nil
+	}
+	redis, err := ratelimit.NewRedis(pc.RedisURL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("provider: rate limits: %w", err)
+	}
+	return redis, redis.Close, nil
+}
+
+// newPublicAuth builds the public authentication service of cfg over store and limiter,
+// with mail through SMTP when configured, else the log.
+func newPublicAuth(cfg Config, store *storage.Store, limiter publicauth.Limiter, o options) (svc *publicauth.Service, err error) {
 	pc := cfg.PublicAuth
 	mailer := o.mailer
 	switch {
 	case mailer != nil:
 	case pc.SMTPURL != "":
 		if mailer, err = publicauth.NewSMTPMailer(pc.SMTPURL, pc.MailFrom); err != nil {
-			return nil, nil, fmt.Errorf("provider: mail: %w", err)
+			return nil, fmt.Errorf("provider: mail: %w", err)
 		}
 	default:
 		mailer = publicauth.NewLogMailer(o.logger)
 	}
-	var limiter publicauth.Limiter = ratelimit.NewMemory(ratelimit.WithClock(o.now))
-	closeLimiter = func() error { return nil }
-	if pc.RedisURL != "" {
-		redis, err := ratelimit.NewRedis(pc.RedisURL)
-		if err != nil {
-			return nil, nil, fmt.Errorf("provider: rate limits: %w", err)
-		}
-		limiter, closeLimiter = redis, redis.Close
-	}
 	rate := func(r RateLimit) publicauth.Rate { return publicauth.Rate{Limit: r.Limit, Window: r.Window} }
-	svc, err = publicauth.New(publicauth.Config{
+	return publicauth.New(publicauth.Config{
 		SessionLifespan:         cfg.PublicSessionLifespan,
 		AdminSessionLifespan:    cfg.AdminSessionLifespan,
 		InsecureCookies:         !secureCookies(cfg.Issuer),
@@ -188,9 +200,4 @@ func newPublicAuth(cfg Config, store *storage.Store, o options) (svc *publicauth
 	}, store,
 		publicauth.WithClock(o.now), publicauth.WithRandom(o.random), publicauth.WithLogger(o.logger),
 		publicauth.WithMailer(mailer), publicauth.WithLimiter(limiter))
-	if err != nil {
-		_ = closeLimiter()
-		return nil, nil, err
-	}
-	return svc, closeLimiter, nil
 }

@@ -1,0 +1,70 @@
+package provider
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/gatehouse-id/gatehouse/publicauth"
+)
+
+// failedRequestsLimited wraps an endpoint that authenticates a client or a token (token,
+// revocation, introspection, userinfo) with the per-IP limit on failed requests
+// (PublicAuthConfig.TokenErrorLimit, DESIGN §5): a 400 or 401 answer counts one failure
+// of the client's IP, and an IP over the limit gets 429 slow_down with Retry-After before
+// the endpoint runs. Successes cost one counter read. A limiter failure lets the request
+// through: the limit guards against guessing, and must not take the endpoints down with it.
+func (p *Provider) failedRequestsLimited(next http.HandlerFunc) http.HandlerFunc {
+	rate := p.cfg.PublicAuth.TokenErrorLimit
+	if rate.Limit < 0 {
+		return next
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		key := "oauth-failures:" + publicauth.LimitKeyForIP(publicauth.ClientIP(r, p.cfg.PublicAuth.TrustedProxies))
+		exceeded, retryAfter, err := p.limiter.Exceeded(ctx, key, rate.Limit, rate.Window)
+		if err != nil {
+			p.log.ErrorContext(ctx, "rate limiter failed; request let through", "error", err)
+		}
+		if exceeded {
+			h := w.Header()
+			h.Set("Content-Type", "application/json;charset=UTF-8")
+			h.Set("Cache-Control", "no-store")
+			seconds, _ := publicauth.RetryAfterSeconds(&publicauth.RateLimitError{RetryAfter: retryAfter})
+			h.Set("Retry-After", strconv.Itoa(seconds))
+			w.WriteHeader(http.StatusTooManyRequests)
+			_ = json.NewEncoder(w).Encode(map[string]string{
+				"error":             "slow_down",
+				"error_description": "Too many failed requests from this address; retry after the Retry-After delay.",
+			})
+			return
+		}
+		rec := &statusRecorder{ResponseWriter: w}
+		next(rec, r)
+		if rec.status == http.StatusBadRequest || rec.status == http.StatusUnauthorized {
+			if _, _, err := p.limiter.Hit(ctx, key, rate.Limit, rate.Window); err != nil {
+				p.log.ErrorContext(ctx, "rate limiter failed; failure not counted", "error", err)
+			}
+		}
+	}
+}
+
+// statusRecorder remembers the status an endpoint answered with.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(status int) {
+	if s.status == 0 {
+		s.status = status
+	}
+	s.ResponseWriter.WriteHeader(status)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
