@@ -59,7 +59,9 @@ type Config struct {
 	// publishes it.
 	KeyReloadInterval time.Duration
 	// TemplateDir, when set, holds *.html files that replace the embedded hosted pages of
-	// the same name (login.html, register.html, consent.html, error.html, logged_out.html).
+	// the same name: layout.html, login.html, register.html, consent.html, pin.html,
+	// forgot_password.html, reset_password.html, confirm_password.html, notice.html,
+	// signed_in.html, logged_out.html, error.html.
 	TemplateDir string
 
 	// PublicAuth configures mail, the PIN gate, magic links, password reset and rate limits.

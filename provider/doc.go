@@ -14,10 +14,14 @@
 // refresh token rotation with reuse detection, client credentials, revocation (RFC 7009),
 // introspection (RFC 7662) and OpenID Connect — over the GORM storage of package storage,
 // with JWT access tokens (RFC 9068) and ID tokens signed by keys it creates, encrypts under
-// the system secret and rotates (RotateKeys). It serves the hosted login, registration and
-// consent pages, RP-initiated logout, discovery and JWKS, and mounts the public
-// authentication API of package publicauth.
+// the system secret and rotates (RotateKeys). It serves the hosted pages (login with
+// password, magic link and social buttons, registration, PIN, password reset, consent),
+// the browser links of mail (magic-login, verify-email), RP-initiated logout, discovery and
+// JWKS, and mounts the public authentication API of package publicauth, the social and
+// upstream login of package social and the permission routes of package permissions. One
+// limiter (memory, or Redis shared by replicas) backs every rate limit, including the limit
+// on failed token, revocation, introspection and userinfo requests.
 //
-// The admin methods (CreateClient, ListClients, DeleteClient, CreateUser, RotateKeys) are
-// what the bundled CLI calls.
+// The admin methods (CreateClient, ListClients, DeleteClient, CreateUser,
+// SetUserRequirePIN, RotateKeys) are what the bundled CLI calls.
 package provider
