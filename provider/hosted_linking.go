@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/gatehouse-id/gatehouse/publicauth"
@@ -16,25 +15,12 @@ func (p *Provider) confirmPasswordPage(w http.ResponseWriter, r *http.Request) {
 // confirmPasswordSubmit adds the password once it matches the one registered; a wrong one
 // shows the form again and leaves the link usable.
 func (p *Provider) confirmPasswordSubmit(w http.ResponseWriter, r *http.Request) {
-	f, ok := p.checkForm(w, r)
-	if !ok {
-		return
-	}
-	token := r.PostFormValue("token")
-	err := p.auth.CheckRate(r, publicauth.EndpointConfirmPassword)
-	var user *publicauth.User
-	if err == nil {
-		user, err = p.auth.ConfirmPassword(r.Context(), token, r.PostFormValue("password"))
-	}
-	if errors.Is(err, publicauth.ErrInvalidToken) {
-		p.pages.error(w, r, http.StatusBadRequest, "Link expired",
-			"This link is invalid, was already used or has expired. Register again to get a new one.")
-		return
-	}
-	if err != nil {
-		p.formFailed(w, r, "confirm_password", f, map[string]any{"Token": token}, err)
-		return
-	}
-	p.notice(w, r, http.StatusOK, "Password added",
-		"Your password was added: "+user.Email+" can now also sign in with it.", "/login", "Sign in")
+	p.linkFormSubmit(w, r, linkForm{
+		page: "confirm_password", limit: publicauth.EndpointConfirmPassword, use: p.auth.ConfirmPassword,
+		expired:   "This link is invalid, was already used or has expired. Register again to get a new one.",
+		doneTitle: "Password added",
+		done: func(u *publicauth.User) string {
+			return "Your password was added: " + u.Email + " can now also sign in with it."
+		},
+	})
 }

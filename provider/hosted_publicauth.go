@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/url"
@@ -259,30 +260,53 @@ func (p *Provider) resetPasswordPage(w http.ResponseWriter, r *http.Request) {
 
 // resetPasswordSubmit sets the new password; every session of the user ends.
 func (p *Provider) resetPasswordSubmit(w http.ResponseWriter, r *http.Request) {
+	p.linkFormSubmit(w, r, linkForm{
+		page: "reset_password", limit: limitResetPassword, use: p.auth.ResetPassword,
+		expired:   "This password-reset link is invalid, was already used or has expired. Ask for a new one.",
+		doneTitle: "Password changed",
+		done: func(*publicauth.User) string {
+			return "Your password was changed and every session of your account was signed out. Sign in with the new password."
+		},
+	})
+}
+
+// linkForm is a hosted form opened from a mailed link: the link's token and a password,
+// given to use.
+type linkForm struct {
+	page, limit string
+	use         func(ctx context.Context, token, password string) (*publicauth.User, error)
+	// expired is the error page's text for a bad, used or expired link.
+	expired string
+	// doneTitle and done are the notice shown once use succeeded.
+	doneTitle string
+	done      func(*publicauth.User) string
+}
+
+// linkFormSubmit handles the POST of a linkForm: a refused password shows the form again
+// (the link stays usable), a dead link the error page, success the notice.
+func (p *Provider) linkFormSubmit(w http.ResponseWriter, r *http.Request, lf linkForm) {
 	f, ok := p.checkForm(w, r)
 	if !ok {
 		return
 	}
 	token := r.PostFormValue("token")
-	err := p.auth.CheckRate(r, limitResetPassword)
+	err := p.auth.CheckRate(r, lf.limit)
+	var user *publicauth.User
 	if err == nil {
-		_, err = p.auth.ResetPassword(r.Context(), token, r.PostFormValue("password"))
+		user, err = lf.use(r.Context(), token, r.PostFormValue("password"))
 	}
 	if errors.Is(err, publicauth.ErrInvalidToken) {
-		p.pages.error(w, r, http.StatusBadRequest, "Link expired",
-			"This password-reset link is invalid, was already used or has expired. Ask for a new one.")
+		p.pages.error(w, r, http.StatusBadRequest, "Link expired", lf.expired)
 		return
 	}
 	if err != nil {
-		p.formFailed(w, r, "reset_password", f, map[string]any{"Token": token}, err)
+		p.formFailed(w, r, lf.page, f, map[string]any{"Token": token}, err)
 		return
 	}
-	p.notice(w, r, http.StatusOK, "Password changed",
-		"Your password was changed and every session of your account was signed out. Sign in with the new password.", "/login", "Sign in")
+	p.notice(w, r, http.StatusOK, lf.doneTitle, lf.done(user), "/login", "Sign in")
 }
 
-// verifyEmail consumes the link of a verification mail, or of the mail that confirms adding
-// a password to a social-only account (GET /api/public/verify-email).
+// verifyEmail consumes the link of a verification mail (GET /api/public/verify-email).
 func (p *Provider) verifyEmail(w http.ResponseWriter, r *http.Request) {
 	if p.rateLimited(w, r, p.auth.CheckRate(r, limitVerifyEmail)) {
 		return
