@@ -96,31 +96,24 @@ func lockoutKey(email string) string {
 	return "login:" + hex.EncodeToString(sum[:])
 }
 
-// checkLockout returns a *RateLimitError while email is locked after too many failed logins.
-func (s *Service) checkLockout(ctx context.Context, email string) error {
+// reserveLoginAttempt counts one login attempt of email against the lockout before its
+// password is checked, and returns a *RateLimitError once the attempts of the window are
+// over Config.Limits.Lockout. Counting first is what holds under concurrency: a burst of
+// parallel guesses cannot all pass a check made before any of them was counted. A
+// successful login clears the count (clearFailedLogins), so only failures add up.
+func (s *Service) reserveLoginAttempt(ctx context.Context, email string) error {
 	if s.limits.Lockout.Limit < 0 {
 		return nil
 	}
-	key := lockoutKey(email)
-	locked, retryAfter, err := s.limiter.Exceeded(ctx, key, s.limits.Lockout.Limit, s.limits.Lockout.Window)
+	ok, retryAfter, err := s.limiter.Hit(ctx, lockoutKey(email), s.limits.Lockout.Limit, s.limits.Lockout.Window)
 	if err != nil {
 		s.logger.ErrorContext(ctx, "publicauth: rate limiter failed, allowing the login", "err", err)
 		return nil
 	}
-	if locked {
+	if !ok {
 		return &RateLimitError{RetryAfter: max(retryAfter, time.Second)}
 	}
 	return nil
-}
-
-// recordFailedLogin counts a failed login of email towards its lockout.
-func (s *Service) recordFailedLogin(ctx context.Context, email string) {
-	if s.limits.Lockout.Limit < 0 {
-		return
-	}
-	if _, _, err := s.limiter.Hit(ctx, lockoutKey(email), s.limits.Lockout.Limit, s.limits.Lockout.Window); err != nil {
-		s.logger.ErrorContext(ctx, "publicauth: rate limiter failed to count a failed login", "err", err)
-	}
 }
 
 // clearFailedLogins forgets the failed logins of email (after a successful login or reset).

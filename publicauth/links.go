@@ -372,20 +372,27 @@ func (s *Service) prepareLink(ctx context.Context, u *User, purpose string, dest
 	})
 }
 
-// mailLinkLater prepares a link mail now and sends it in the background, so the answer
-// takes as long whether or not a mail goes out. Failures (the limit included) are logged.
+// mailLinkLater issues a link and mails it in the background: the limit check, the token
+// write and the rendering too, so the answer takes as long whether or not the account
+// exists and a mail goes out. Failures (the limit included) are logged.
 func (s *Service) mailLinkLater(ctx context.Context, u *User, purpose string, dest Destination) {
-	m, err := s.prepareLink(ctx, u, purpose, dest, "")
-	var limited *RateLimitError
-	switch {
-	case errors.As(err, &limited):
-		s.logger.WarnContext(ctx, "publicauth: per-account mail limit reached, mail not sent", "kind", purpose, "user_id", u.ID)
-		return
-	case err != nil:
-		s.logger.ErrorContext(ctx, "publicauth: could not prepare mail", "kind", purpose, "user_id", u.ID, "err", err)
-		return
-	}
-	s.sendLater(ctx, m)
+	ctx = context.WithoutCancel(ctx)
+	s.mailing.Go(func() {
+		ctx, cancel := context.WithTimeout(ctx, mailTimeout)
+		defer cancel()
+		m, err := s.prepareLink(ctx, u, purpose, dest, "")
+		var limited *RateLimitError
+		switch {
+		case errors.As(err, &limited):
+			s.logger.WarnContext(ctx, "publicauth: per-account mail limit reached, mail not sent", "kind", purpose, "user_id", u.ID)
+			return
+		case err != nil:
+			s.logger.ErrorContext(ctx, "publicauth: could not prepare mail", "kind", purpose, "user_id", u.ID, "err", err)
+			return
+		}
+		// send logs its failure; the requester already has their answer.
+		_ = s.send(ctx, m)
+	})
 }
 
 // sendLater sends m in the background; send logs a failure.

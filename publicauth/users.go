@@ -196,19 +196,16 @@ func (s *Service) newUser(in UserInput) (*User, error) {
 // timing tells whether the account exists. ErrAccountDisabled is returned for an account
 // that is not active, and only once the password matched.
 //
-// Each ErrInvalidCredentials counts a failed login of the email (lower-cased, whether or not
-// an account has it); once Config.Limits.Lockout is reached, Authenticate answers a
-// *RateLimitError without checking the password, until the window ends. A successful login
-// clears the count.
+// Every attempt counts against the lockout of the email (lower-cased, whether or not an
+// account has it) before the password is checked; once Config.Limits.Lockout is reached,
+// Authenticate answers a *RateLimitError without checking the password, until the window
+// ends. A successful login clears the count, so only failures add up.
 func (s *Service) Authenticate(ctx context.Context, email, password string) (*User, error) {
-	if err := s.checkLockout(ctx, email); err != nil {
+	if err := s.reserveLoginAttempt(ctx, email); err != nil {
 		return nil, err
 	}
 	u, err := s.verifyCredentials(ctx, email, password)
-	switch {
-	case errors.Is(err, ErrInvalidCredentials):
-		s.recordFailedLogin(ctx, email)
-	case err == nil:
+	if err == nil {
 		s.clearFailedLogins(ctx, email)
 	}
 	return u, err
