@@ -3,6 +3,7 @@ package publicauth
 import (
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/gatehouse-id/gatehouse/internal/httpjson"
 )
@@ -27,7 +28,8 @@ type loginRequest struct {
 // register serves POST /api/public/register with the registration response: 201 for a new
 // account (and a verification mail); for the email of a social-only account
 // (isAccountLinking) 200 once the password is added (the request carries that account's
-// `public-session`) or 202 when a mailed link must confirm it first. 400 for a refused
+// `public-session`) or 202 when a mailed link must confirm it first; the 202 shows only the
+// email and name the caller sent, no id, role or login methods of the account. 400 for a refused
 // field, 409 when the email is taken, 415 for a body that is not JSON, 429 over the per-IP
 // limit or the per-account mail limit.
 func (h *handlers) register(w http.ResponseWriter, r *http.Request) {
@@ -50,14 +52,19 @@ func (h *handlers) register(w http.ResponseWriter, r *http.Request) {
 		h.s.writeError(w, r, err)
 		return
 	}
-	status, message := http.StatusCreated, "account created"
 	switch {
 	case reg.PasswordAdded:
-		status, message = http.StatusOK, passwordAddedMessage
+		httpjson.Write(w, http.StatusOK, newRegisterResponse(reg.User, passwordAddedMessage, true))
 	case reg.AccountLinking:
-		status, message = http.StatusAccepted, confirmPasswordMessage
+		// The caller has not proved the address yet: show nothing of the account beyond
+		// what they sent (its id, role and other login methods are the owner's business).
+		httpjson.Write(w, http.StatusAccepted, registerResponse{
+			Success: true, Message: confirmPasswordMessage, IsAccountLinking: true, LoginMethods: []string{},
+			User: registeredUserView{Email: strings.TrimSpace(req.Email), Name: strings.TrimSpace(req.Name)},
+		})
+	default:
+		httpjson.Write(w, http.StatusCreated, newRegisterResponse(reg.User, "account created", false))
 	}
-	httpjson.Write(w, status, newRegisterResponse(reg.User, message, reg.AccountLinking))
 }
 
 // newRegisterResponse is the registration response for u.

@@ -29,12 +29,13 @@ func newUserView(u *User) userView {
 }
 
 // registeredUserView is the user of the registration response.
+// ID, Role and CreatedAt are left out of a 202 account-linking answer.
 type registeredUserView struct {
-	ID        string `json:"id"`
+	ID        string `json:"id,omitempty"`
 	Email     string `json:"email"`
 	Name      string `json:"name"`
-	Role      string `json:"role"`
-	CreatedAt string `json:"createdAt"`
+	Role      string `json:"role,omitempty"`
+	CreatedAt string `json:"createdAt,omitempty"`
 }
 
 // registerResponse is the registration response (POST /api/public/register).
