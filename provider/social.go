@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/gatehouse-id/gatehouse/publicauth"
 	"github.com/gatehouse-id/gatehouse/social"
@@ -64,17 +65,18 @@ func (h socialHost) IsRegisteredRedirectURI(ctx context.Context, uri string) (bo
 	return h.p.store.IsRegisteredRedirectURI(ctx, uri)
 }
 
-// CompleteLogin implements social.Host with the hosted pages' completeLogin.
-func (h socialHost) CompleteLogin(w http.ResponseWriter, r *http.Request, u *publicauth.User, method, token string) {
-	var row *storage.AuthRequest
-	if token != "" {
-		var err error
-		if row, _, _, err = h.p.pageContext(r, token); err != nil {
-			h.p.pageFailure(w, r, err)
-			return
-		}
+// CompleteLogin implements social.Host: an upstream login is a first factor like a
+// password, so the PIN gate applies to it too.
+func (h socialHost) CompleteLogin(w http.ResponseWriter, r *http.Request, u *publicauth.User, method, token, returnTo string) {
+	dest := flowDestination(token)
+	switch {
+	case token != "" || returnTo == "":
+	case strings.HasPrefix(returnTo, "/"):
+		dest.Resume = returnTo
+	default:
+		dest.RedirectURI = returnTo
 	}
-	h.p.completeLogin(w, r, u, method, row, token)
+	h.p.passFirstFactor(w, r, u, method, dest)
 }
 
 // ErrorPage implements social.Host.

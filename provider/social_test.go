@@ -201,8 +201,8 @@ func TestSocialLoginReturnTo(t *testing.T) {
 			t.Fatalf("return_to with an unregistered query: got %s, want 400", p)
 		}
 		p = br.get(t, e.issuer+"/api/auth/google/login?"+url.Values{"return_to": {rpRedirectURI}}.Encode())
-		if p.status != http.StatusSeeOther || p.header.Get("Location") != rpRedirectURI {
-			t.Fatalf("got %s, want a 303 to %s", p, rpRedirectURI)
+		if p.status != http.StatusFound || p.header.Get("Location") != rpRedirectURI {
+			t.Fatalf("got %s, want a 302 to %s, as any login that ends at a redirect URI", p, rpRedirectURI)
 		}
 		u, err := e.store.UserByIdentity(context.Background(), "google", "g-1")
 		if err != nil {
@@ -653,5 +653,41 @@ func TestHostedRegisterAddsPasswordToSocialOnlyAccount(t *testing.T) {
 			t.Fatalf("password login: %s", p)
 		}
 		wantLoginMethods(t, e, other, lou.ID, "password", "google")
+	})
+}
+
+// TestSocialLoginBehindPINGate: an upstream login is a first factor like a password, so a
+// user behind the PIN gate (an admin, say) is asked for the mailed PIN before any session.
+func TestSocialLoginBehindPINGate(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
+		mail := smtptest.Start(t)
+		g := newFakeUpstream(t, "google")
+		e := newEnv(t, b, provider.Config{
+			Social:     provider.SocialConfig{Google: g.config()},
+			PublicAuth: provider.PublicAuthConfig{SMTPURL: mail.URL(), MailFrom: "Gatehouse <no-reply@example.com>"},
+		})
+		u, err := e.p.CreateUser(context.Background(), provider.UserSpec{
+			Email: "root@example.com", Password: testPassword, Name: "Root", Role: "admin", Verified: true, RequirePIN: true,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.signIn(fakeProfile{Sub: "g-root", Email: "root@example.com", Name: "Root", Verified: true})
+
+		br := socialBrowser(t, e, g.srv.URL)
+		p := br.get(t, e.issuer+"/api/auth/google/login")
+		f := p.form(t)
+		if p.status != http.StatusOK || !strings.HasSuffix(f.action, "/pin") {
+			t.Fatalf("got %s, want the PIN page", p)
+		}
+		wantNoSession(t, e, br)
+		pin := smtptest.PIN(t, mail.WaitFor(t, "root@example.com"))
+		p = br.post(t, f.action, url.Values{
+			"csrf_token": {f.fields.Get("csrf_token")}, "challenge": {f.fields.Get("challenge")}, "pin": {pin},
+		})
+		if p.status != http.StatusOK || !strings.Contains(p.body, "root@example.com") {
+			t.Fatalf("got %s, want the signed-in page", p)
+		}
+		wantLoginMethods(t, e, br, u.ID, "password", "google")
 	})
 }

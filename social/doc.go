@@ -24,9 +24,11 @@
 // the same provider, else 400 and nothing else happens. A denial (`error` from the provider)
 // goes back to the login page with a message. Otherwise the code is exchanged with the PKCE
 // verifier, the profile read, and publicauth.Identities decides the account (known
-// identity; link by verified email; new social-only user; or a refusal page). Then the
-// `public-session` starts (method = the provider's name) and the paused authorization
-// request resumes, or the browser goes to the return URL, or to the signed-in page. A
+// identity; link by verified email; new social-only user; or a refusal page). Then the host
+// (the provider) finishes the login as for any first factor: behind the PIN gate when it is
+// on for the user, then the `public-session` starts (method = the provider's name) and the
+// paused authorization request resumes, or the browser goes to the return URL, or to the
+// signed-in page. A
 // provider that fails or does not answer within the HTTP client's timeout (10 s by default)
 // sends the browser back to the login page with a message; nothing is written then.
 //

@@ -25,10 +25,12 @@ type Host interface {
 	CheckPausedRequest(ctx context.Context, token string) error
 	// IsRegisteredRedirectURI reports whether uri is a redirect URI some client registered.
 	IsRegisteredRedirectURI(ctx context.Context, uri string) (bool, error)
-	// CompleteLogin starts u's public session, authenticated by method, and answers w:
-	// with token set it binds the login to that paused authorization request and resumes
-	// it; without, it shows the signed-in page.
-	CompleteLogin(w http.ResponseWriter, r *http.Request, u *publicauth.User, method, token string)
+	// CompleteLogin finishes the login of u, authenticated upstream by method, and answers
+	// w: behind the PIN gate when it is on for u, as for every other first factor; then it
+	// starts u's public session and, with token set, binds the login to that paused
+	// authorization request and resumes it, or goes to returnTo (a checked return URL), or
+	// shows the signed-in page.
+	CompleteLogin(w http.ResponseWriter, r *http.Request, u *publicauth.User, method, token, returnTo string)
 	// ErrorPage answers with the hosted error page.
 	ErrorPage(w http.ResponseWriter, r *http.Request, status int, title, message string)
 }
@@ -228,16 +230,11 @@ func (s *Service) callback(w http.ResponseWriter, r *http.Request) {
 	}
 	s.o.logger.InfoContext(ctx, "social login", "provider", u.provider, "user_id", res.User.ID,
 		"created", res.Created, "linked", res.Linked)
-	if st.Request == "" && st.ReturnTo != "" {
-		if _, err := s.auth.ReplaceSession(ctx, w, r, res.User, publicauth.SessionPublic, u.provider); err != nil {
-			s.fail(w, r, u, "", err)
-			return
-		}
-		w.Header().Set("Cache-Control", "no-store")
-		http.Redirect(w, r, st.ReturnTo, http.StatusSeeOther)
-		return
+	returnTo := st.ReturnTo
+	if st.Request != "" {
+		returnTo = ""
 	}
-	s.host.CompleteLogin(w, r, res.User, u.provider, st.Request)
+	s.host.CompleteLogin(w, r, res.User, u.provider, st.Request, returnTo)
 }
 
 // checkReturnTo accepts a path on our origin ("/…", not "//…"), an absolute URL on the
