@@ -20,7 +20,7 @@
 // JWKS, and mounts the public authentication API of package publicauth, the social and
 // upstream login of package social and the permission routes of package permissions. One
 // limiter (memory, or Redis shared by replicas) backs every rate limit, including the limit
-// on failed token, revocation, introspection and userinfo requests.
+// on failed client authentication at the token, revocation and introspection endpoints.
 //
 // The admin methods (CreateClient, ListClients, DeleteClient, CreateUser,
 // SetUserRequirePIN, RotateKeys) are what the bundled CLI calls.

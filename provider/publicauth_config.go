@@ -67,11 +67,10 @@ type PublicAuthConfig struct {
 	// LockoutLimit is how many failed logins lock an account, and for how long: default 10
 	// failures, locked until 15 minutes after the first of them.
 	LockoutLimit RateLimit
-	// TokenErrorLimit caps the failed requests (400 or 401: a wrong client secret, a bad
-	// code, refresh or access token) one client IP makes at the token, revocation,
-	// introspection and userinfo endpoints: default 100 a minute. Over it those endpoints
-	// answer 429 slow_down until the window ends, so client secrets and tokens cannot be
-	// guessed at speed. Successful requests are never counted.
+	// TokenErrorLimit caps the failed client authentications (401 invalid_client: a wrong
+	// client secret) one IP makes at the token, revocation and introspection endpoints:
+	// default 100 a minute. Over it those endpoints answer 429 slow_down until the window
+	// ends, so client secrets cannot be guessed at speed. Nothing else is counted.
 	TokenErrorLimit RateLimit
 }
 

@@ -8,12 +8,15 @@ import (
 	"github.com/gatehouse-id/gatehouse/publicauth"
 )
 
-// failedRequestsLimited wraps an endpoint that authenticates a client or a token (token,
-// revocation, introspection, userinfo) with the per-IP limit on failed requests
-// (PublicAuthConfig.TokenErrorLimit, DESIGN §5): a 400 or 401 answer counts one failure
-// of the client's IP, and an IP over the limit gets 429 slow_down with Retry-After before
-// the endpoint runs. Successes cost one counter read. A limiter failure lets the request
-// through: the limit guards against guessing, and must not take the endpoints down with it.
+// failedRequestsLimited wraps an endpoint that authenticates clients (token, revocation,
+// introspection) with the per-IP limit on failed client authentication
+// (PublicAuthConfig.TokenErrorLimit, DESIGN §5): a 401 answer (invalid_client) counts one
+// failure of the caller's IP, and an IP over the limit gets 429 slow_down with Retry-After
+// before the endpoint runs. Only 401s count: codes, refresh and access tokens are too long
+// to guess, while a relying party whose users' grants expired (400 invalid_grant) must not
+// be locked out of refreshing the others. Successes cost one counter read. A limiter
+// failure lets the request through: the limit guards against guessing, and must not take
+// the endpoints down with it.
 func (p *Provider) failedRequestsLimited(next http.HandlerFunc) http.HandlerFunc {
 	rate := p.cfg.PublicAuth.TokenErrorLimit
 	if rate.Limit < 0 {
@@ -35,13 +38,13 @@ func (p *Provider) failedRequestsLimited(next http.HandlerFunc) http.HandlerFunc
 			w.WriteHeader(http.StatusTooManyRequests)
 			_ = json.NewEncoder(w).Encode(map[string]string{
 				"error":             "slow_down",
-				"error_description": "Too many failed requests from this address; retry after the Retry-After delay.",
+				"error_description": "Too many failed client authentications from this address; retry after the Retry-After delay.",
 			})
 			return
 		}
 		rec := &statusRecorder{ResponseWriter: w}
 		next(rec, r)
-		if rec.status == http.StatusBadRequest || rec.status == http.StatusUnauthorized {
+		if rec.status == http.StatusUnauthorized {
 			if _, _, err := p.limiter.Hit(ctx, key, rate.Limit, rate.Window); err != nil {
 				p.log.ErrorContext(ctx, "rate limiter failed; failure not counted", "error", err)
 			}

@@ -12,9 +12,9 @@ import (
 	"github.com/gatehouse-id/gatehouse/storage/storagetest"
 )
 
-// TestFailedTokenRequestsLimited: failed requests at the token, revocation, introspection
-// and userinfo endpoints count against the client IP; over the limit even a right request
-// waits for the window to end, and successes are never counted.
+// TestFailedTokenRequestsLimited: failed client authentications at the token, revocation
+// and introspection endpoints count against the caller's IP; over the limit even a right
+// request waits for the window to end. Successes and other failures are never counted.
 func TestFailedTokenRequestsLimited(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
@@ -27,10 +27,17 @@ func TestFailedTokenRequestsLimited(t *testing.T) {
 		wrong := svc
 		wrong.ClientSecret = "not-the-secret"
 
-		// Successes are free: more of them than the limit.
+		// Successes and other failures are free: more of them than the limit.
 		for range 5 {
 			if r := e.call(t, http.MethodPost, "/api/oauth/token", grant, basicAuth(svc)); r.status != http.StatusOK {
 				t.Fatalf("token with the right secret: got %s, want 200", r)
+			}
+			refresh := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {"expired-or-unknown"}}
+			if r := e.call(t, http.MethodPost, "/api/oauth/token", refresh, basicAuth(svc)); r.status != http.StatusBadRequest {
+				t.Fatalf("refresh with an unknown token: got %s, want 400", r)
+			}
+			if r := e.call(t, http.MethodGet, "/api/oauth/userinfo", nil, bearer("not-a-token")); r.status != http.StatusUnauthorized {
+				t.Fatalf("userinfo with a bad token: got %s, want 401", r)
 			}
 		}
 		failures := []struct {
@@ -39,12 +46,12 @@ func TestFailedTokenRequestsLimited(t *testing.T) {
 			auth func(*http.Request)
 		}{
 			{"/api/oauth/token", grant, basicAuth(wrong)},
-			{"/api/oauth/userinfo", nil, bearer("not-a-token")},
+			{"/api/oauth/revoke", url.Values{"token": {"x"}}, basicAuth(wrong)},
 			{"/api/oauth/introspect", url.Values{"token": {"x"}}, basicAuth(wrong)},
 		}
 		for _, f := range failures {
-			if r := e.call(t, http.MethodPost, f.path, f.form, f.auth); r.status != http.StatusBadRequest && r.status != http.StatusUnauthorized {
-				t.Fatalf("%s: got %s, want a 400 or 401 failure", f.path, r)
+			if r := e.call(t, http.MethodPost, f.path, f.form, f.auth); r.status != http.StatusUnauthorized {
+				t.Fatalf("%s with a wrong client secret: got %s, want 401", f.path, r)
 			}
 		}
 		r := e.call(t, http.MethodPost, "/api/oauth/token", grant, basicAuth(svc))

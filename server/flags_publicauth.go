@@ -57,8 +57,8 @@ func addPublicAuthFlags(c *command, cfg *provider.PublicAuthConfig) {
 	rateVar(c, &cfg.LockoutLimit, "lockout", "GATEHOUSE_LOCKOUT", "10/15m",
 		"failed logins that lock an account, and the window that locks it")
 	rateVar(c, &cfg.TokenErrorLimit, "token-error-limit", "GATEHOUSE_TOKEN_ERROR_LIMIT", "100/1m",
-		"failed requests (bad client secret or token) one client IP may make at the token,\n"+
-			"      revocation, introspection and userinfo endpoints before it must wait")
+		"failed client authentications (wrong client secret) one IP may make at the token,\n"+
+			"      revocation and introspection endpoints before it must wait")
 }
 
 // rateVar registers a rate limit given as COUNT/DURATION ("100/1m") or "off".
