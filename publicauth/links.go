@@ -259,9 +259,8 @@ func (s *Service) ResetPassword(ctx context.Context, token, password string) (*U
 		if err := checkAccountPassword(password, u.Email); err != nil {
 			return err
 		}
-		u.PasswordHash = hash
-		u.EmailVerified = true
-		if err := s.store.UpdateUser(ctx, u); err != nil {
+		verified := true
+		if u, err = s.store.ChangeUser(ctx, u.ID, UserChange{PasswordHash: &hash, EmailVerified: &verified}); err != nil {
 			return fmt.Errorf("publicauth: update user: %w", err)
 		}
 		return s.EndAllSessions(ctx, u.ID)
@@ -327,10 +326,12 @@ func (s *Service) markVerified(ctx context.Context, u *User) error {
 	if u.EmailVerified {
 		return nil
 	}
-	u.EmailVerified = true
-	if err := s.store.UpdateUser(ctx, u); err != nil {
+	verified := true
+	changed, err := s.store.ChangeUser(ctx, u.ID, UserChange{EmailVerified: &verified})
+	if err != nil {
 		return fmt.Errorf("publicauth: update user: %w", err)
 	}
+	*u = *changed
 	return nil
 }
 

@@ -19,6 +19,18 @@ type UserStore interface {
 	// It returns ErrUserNotFound when there is no such user and ErrEmailTaken when the new
 	// email collides with another user's.
 	UpdateUser(ctx context.Context, u *User) error
+	// ChangeUser writes only the fields c sets on the user with that id, and its
+	// UpdatedAt, and returns the user as stored afterwards; ErrUserNotFound when there is no
+	// such user. Writing only those columns keeps concurrent changes of other fields (a PIN
+	// switch during a password reset) from undoing each other.
+	ChangeUser(ctx context.Context, id string, c UserChange) (*User, error)
+}
+
+// UserChange is the fields of a user that ChangeUser writes: each one that is not nil.
+type UserChange struct {
+	PasswordHash  *string
+	EmailVerified *bool
+	RequirePIN    *bool
 }
 
 // SessionStore persists login sessions.

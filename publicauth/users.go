@@ -119,11 +119,12 @@ func (s *Service) addPassword(ctx context.Context, u *User, hash string) error {
 	if _, _, _, err := decodePHC(hash); err != nil {
 		return fmt.Errorf("publicauth: password hash to add: %w", err)
 	}
-	u.PasswordHash = hash
-	u.EmailVerified = true
-	if err := s.store.UpdateUser(ctx, u); err != nil {
+	verified := true
+	changed, err := s.store.ChangeUser(ctx, u.ID, UserChange{PasswordHash: &hash, EmailVerified: &verified})
+	if err != nil {
 		return fmt.Errorf("publicauth: update user: %w", err)
 	}
+	*u = *changed
 	return nil
 }
 
@@ -274,8 +275,7 @@ func (s *Service) SetRequirePIN(ctx context.Context, userID string, on bool) (*U
 	if u.RequirePIN == on {
 		return u, nil
 	}
-	u.RequirePIN = on
-	if err := s.store.UpdateUser(ctx, u); err != nil {
+	if u, err = s.store.ChangeUser(ctx, u.ID, UserChange{RequirePIN: &on}); err != nil {
 		return nil, fmt.Errorf("publicauth: update user: %w", err)
 	}
 	return u, nil

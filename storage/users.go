@@ -152,3 +152,32 @@ func userRowError(what string, err error) error {
 	}
 	return fmt.Errorf("storage: %s: %w", what, err)
 }
+
+// ChangeUser writes only the fields c sets, and updated_at, on the user with that id, and
+// returns the user as stored afterwards. It returns publicauth.ErrUserNotFound when there
+// is no such user. It implements publicauth.UserStore.
+func (s *Store) ChangeUser(ctx context.Context, id string, c publicauth.UserChange) (*publicauth.User, error) {
+	cols := map[string]any{"updated_at": s.nowUTC()}
+	if c.PasswordHash != nil {
+		cols["password_hash"] = *c.PasswordHash
+	}
+	if c.EmailVerified != nil {
+		cols["email_verified"] = *c.EmailVerified
+	}
+	if c.RequirePIN != nil {
+		cols["require_pin"] = *c.RequirePIN
+	}
+	var affected int64
+	err := s.guarded(ctx, func(db *gorm.DB) error {
+		res := db.Model(&userModel{}).Where("id = ?", id).Updates(cols)
+		affected = res.RowsAffected
+		return res.Error
+	})
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("storage: change user: %w", err)
+	case affected == 0:
+		return nil, publicauth.ErrUserNotFound
+	}
+	return s.UserByID(ctx, id)
+}

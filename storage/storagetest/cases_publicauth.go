@@ -21,6 +21,7 @@ func publicAuthCases() []storageCase {
 		{"ConcurrentPINAttempts", testConcurrentPINAttempts},
 		{"ConcurrentPINConsume", testConcurrentPINConsume},
 		{"RequirePINRoundTrip", testRequirePINRoundTrip},
+		{"ChangeUserWritesOnlyItsFields", testChangeUser},
 		{"IsRegisteredRedirectURI", testIsRegisteredRedirectURI},
 		{"DeleteExpiredTokensAndChallenges", testDeleteExpiredTokensAndChallenges},
 	}
@@ -276,4 +277,27 @@ func testDeleteExpiredTokensAndChallenges(t *testing.T, s *storage.Store) {
 		err := s.CreatePINChallenge(ctx, newChallenge(c.key, u.ID, t0))
 		checkErr(t, "re-create challenge "+c.key, err, map[bool]error{true: storage.ErrConflict, false: nil}[c.kept])
 	}
+}
+
+// testChangeUser: ChangeUser writes only the fields it is given, so a change made meanwhile
+// through another field survives.
+func testChangeUser(t *testing.T, s *storage.Store) {
+	ctx := context.Background()
+	u := mustCreateUser(t, s, "zoe@example.com")
+	stale := *u
+	on := true
+	if _, err := s.ChangeUser(ctx, u.ID, publicauth.UserChange{RequirePIN: &on}); err != nil {
+		t.Fatalf("ChangeUser(RequirePIN): %v", err)
+	}
+	// A change from a copy read before the PIN switch must not switch it back off.
+	hash, verified := "$argon2id$v=19$m=8,t=1,p=1$c2FsdHNhbHQ$a2V5a2V5a2V5a2V5", true
+	got, err := s.ChangeUser(ctx, stale.ID, publicauth.UserChange{PasswordHash: &hash, EmailVerified: &verified})
+	if err != nil {
+		t.Fatalf("ChangeUser(PasswordHash): %v", err)
+	}
+	if !got.RequirePIN || got.PasswordHash != hash || !got.EmailVerified || got.Email != u.Email || got.Name != u.Name {
+		t.Errorf("after two changes: %+v; want the PIN gate on, the new hash, verified, the rest unchanged", got)
+	}
+	_, err = s.ChangeUser(ctx, "no-such-user", publicauth.UserChange{RequirePIN: &on})
+	checkErr(t, "ChangeUser of an unknown user", err, publicauth.ErrUserNotFound)
 }
