@@ -25,11 +25,11 @@ type Memory struct {
 	now     func() time.Time
 	maxKeys int
 
-	mu        sync.Mutex
-	windows   map[string]memoryWindow
-	opsSince  int       // operations since the last sweep
-	sweepAt   int       // opsSince that calls for the next sweep
-	fullUntil time.Time // while the table is full, new keys are refused before this instant
+	mu            sync.Mutex
+	windows       map[string]memoryWindow
+	opsSince      int       // operations since the last sweep
+	sweepAt       int       // opsSince that calls for the next sweep
+	nextFullSweep time.Time // a full table is swept again no sooner than this
 }
 
 // memoryWindow is one key's current window.
@@ -47,7 +47,7 @@ func NewMemory(opts ...Option) *Memory {
 // Hit records one attempt under key and reports whether key's current window, this attempt
 // included, holds at most limit attempts; when it does not, retryAfter is the time until the
 // window ends, in whole seconds and at least one. When the table is full (WithMaxKeys), a new
-// key is refused without being recorded. The only error is ErrInvalidWindow.
+// key takes the place of a window chosen at random. The only error is ErrInvalidWindow.
 func (m *Memory) Hit(_ context.Context, key string, limit int, window time.Duration) (bool, time.Duration, error) {
 	if window <= 0 {
 		return false, 0, ErrInvalidWindow
@@ -58,8 +58,8 @@ func (m *Memory) Hit(_ context.Context, key string, limit int, window time.Durat
 	m.maybeSweep(now)
 	w, held := m.windows[key]
 	if !held || !now.Before(w.end) {
-		if !held && !m.makeRoom(now) {
-			return false, retryAfter(m.fullUntil.Sub(now)), nil
+		if !held {
+			m.makeRoom(now)
 		}
 		w = memoryWindow{end: now.Add(window)}
 	}
@@ -107,39 +107,34 @@ func (m *Memory) maybeSweep(now time.Time) {
 	}
 }
 
-// makeRoom reports whether a new key may be added, sweeping a full table when that could
-// free room. m.mu is held.
-func (m *Memory) makeRoom(now time.Time) bool {
+// makeRoom frees a slot for a new key in a full table: by a sweep of the ended windows (at
+// most once per fullSweepInterval, so a flood of new keys cannot make every Hit scan the
+// table), else by evicting one window chosen at random (Go randomizes map iteration). A
+// flood of distinct keys so mostly evicts its own windows, while refusing new keys would
+// have locked every newcomer out. m.mu is held.
+func (m *Memory) makeRoom(now time.Time) {
 	if len(m.windows) < m.maxKeys {
-		return true
+		return
 	}
-	if now.Before(m.fullUntil) {
-		return false
+	if !now.Before(m.nextFullSweep) {
+		m.sweep(now)
+		m.nextFullSweep = now.Add(fullSweepInterval)
+		if len(m.windows) < m.maxKeys {
+			return
+		}
 	}
-	earliest := m.sweep(now)
-	if len(m.windows) < m.maxKeys {
-		return true
+	for key := range m.windows {
+		delete(m.windows, key)
+		return
 	}
-	// No room before the earliest window ends, nor before the next sweep is allowed.
-	m.fullUntil = earliest
-	if next := now.Add(fullSweepInterval); next.After(earliest) {
-		m.fullUntil = next
-	}
-	return false
 }
 
-// sweep drops the windows that have ended by now and returns the earliest end among those
-// left (the zero time when none is). m.mu is held.
-func (m *Memory) sweep(now time.Time) time.Time {
-	var earliest time.Time
+// sweep drops the windows that have ended by now. m.mu is held.
+func (m *Memory) sweep(now time.Time) {
 	for key, w := range m.windows {
-		switch {
-		case !now.Before(w.end):
+		if !now.Before(w.end) {
 			delete(m.windows, key)
-		case earliest.IsZero() || w.end.Before(earliest):
-			earliest = w.end
 		}
 	}
 	m.opsSince, m.sweepAt = 0, max(minSweepOps, len(m.windows))
-	return earliest
 }

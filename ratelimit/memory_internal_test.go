@@ -97,48 +97,30 @@ func TestMemorySweepsExpiredWindows(t *testing.T) {
 	}
 }
 
-// A full table refuses new keys until a window ends or a key is reset, and keeps counting
-// the keys it holds.
+// A full table makes room for a new key: it is counted like any other, the table never
+// grows past its cap, and keys it keeps go on being counted.
 func TestMemoryMaxKeys(t *testing.T) {
 	clock := &settableClock{now: t0}
 	m := NewMemory(WithClock(clock.Now), WithMaxKeys(3))
 	ctx := t.Context()
-	m.Hit(ctx, "a", 5, 10*time.Second)
-	m.Hit(ctx, "b", 5, time.Minute)
-	m.Hit(ctx, "c", 5, time.Minute)
-
-	ok, ra, err := m.Hit(ctx, "d", 5, time.Minute)
-	if err != nil || ok || ra != 10*time.Second {
-		t.Errorf("new key in a full table = %v, %v, %v; want refused until a ends (10s)", ok, ra, err)
+	for _, key := range []string{"a", "b", "c"} {
+		m.Hit(ctx, key, 1, time.Minute)
 	}
-	if ok, _, _ := m.Hit(ctx, "b", 5, time.Minute); !ok {
-		t.Errorf("a held key was refused while the table is full")
-	}
-	if over, _, _ := m.Exceeded(ctx, "d", 1, time.Minute); over {
-		t.Errorf("the refused new key was recorded")
-	}
-
-	// Reset makes room at once.
-	if err := m.Reset(ctx, "c"); err != nil {
-		t.Fatal(err)
-	}
-	if ok, _, _ := m.Hit(ctx, "d", 5, time.Minute); !ok {
-		t.Errorf("new key refused after a Reset made room")
-	}
-
-	// Full again; once a's window ends its slot is taken over.
-	clock.now = t0.Add(5 * time.Second)
-	if ok, ra, _ := m.Hit(ctx, "e", 5, time.Minute); ok || ra != 5*time.Second {
-		t.Errorf("new key in a full table at +5s = %v, %v; want refused, 5s", ok, ra)
-	}
-	clock.now = t0.Add(10 * time.Second)
-	if ok, _, _ := m.Hit(ctx, "e", 5, time.Minute); !ok {
-		t.Errorf("new key refused after a window ended")
+	for i, key := range []string{"d", "e", "f", "g"} {
+		if ok, _, err := m.Hit(ctx, key, 1, time.Minute); err != nil || !ok {
+			t.Errorf("new key %s in a full table = %v, %v; want counted and admitted", key, ok, err)
+		}
+		if ok, _, _ := m.Hit(ctx, key, 1, time.Minute); ok {
+			t.Errorf("second hit of %s over a limit of 1 was admitted: the new key was not counted", key)
+		}
+		if n := len(m.windows); n != 3 {
+			t.Fatalf("after new key %d the table holds %d windows, want its cap 3", i, n)
+		}
 	}
 }
 
 // A full table whose windows all end later is not swept again on every new key: the next
-// sweep waits at least fullSweepInterval.
+// sweep waits at least fullSweepInterval, and until then new keys evict.
 func TestMemoryFullTableSweepsAtMostOncePerInterval(t *testing.T) {
 	clock := &settableClock{now: t0}
 	m := NewMemory(WithClock(clock.Now), WithMaxKeys(2))
@@ -146,15 +128,14 @@ func TestMemoryFullTableSweepsAtMostOncePerInterval(t *testing.T) {
 	m.Hit(ctx, "a", 5, 100*time.Millisecond)
 	m.Hit(ctx, "b", 5, time.Minute)
 	clock.now = t0.Add(50 * time.Millisecond)
-	if ok, ra, _ := m.Hit(ctx, "c", 5, time.Minute); ok || ra != time.Second {
-		t.Fatalf("new key in a full table = %v, %v; want refused, 1s", ok, ra)
+	m.Hit(ctx, "c", 5, time.Minute) // sweeps (nothing ended), then evicts a or b
+	next := m.nextFullSweep
+	if want := clock.now.Add(fullSweepInterval); !next.Equal(want) {
+		t.Fatalf("next full sweep at %v, want %v", next, want)
 	}
-	clock.now = t0.Add(200 * time.Millisecond) // a has ended, but no sweep is due yet
-	if ok, _, _ := m.Hit(ctx, "c", 5, time.Minute); ok {
-		t.Errorf("new key admitted before the next sweep was due")
-	}
-	clock.now = t0.Add(50*time.Millisecond + fullSweepInterval)
-	if ok, _, _ := m.Hit(ctx, "c", 5, time.Minute); !ok {
-		t.Errorf("new key refused once the sweep was due and a had ended")
+	clock.now = t0.Add(200 * time.Millisecond)
+	m.Hit(ctx, "d", 5, time.Minute) // no sweep due: evicts
+	if !m.nextFullSweep.Equal(next) || len(m.windows) != 2 {
+		t.Errorf("second new key: next sweep %v (want %v unchanged), %d windows (want 2)", m.nextFullSweep, next, len(m.windows))
 	}
 }

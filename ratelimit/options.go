@@ -50,10 +50,11 @@ func WithClock(clock func() time.Time) Option {
 }
 
 // WithMaxKeys caps how many keys a Memory holds; n < 1 means DefaultMaxKeys. When the cap is
-// reached, a Hit on a new key first drops the expired windows; if none has expired, the Hit
-// is refused (ok false, no error) with retryAfter until room is expected. Keys already held
-// keep being counted normally. Refusing rather than admitting keeps a flood of distinct keys
-// from both exhausting memory and lifting the limits. Redis ignores it.
+// reached, a Hit on a new key first drops the expired windows (at most once a second); if
+// none has expired, one window chosen at random makes room. A flood of distinct keys thus
+// mostly evicts its own windows and cannot exhaust memory, while every newcomer is still
+// counted (refusing new keys instead would lock out every client the flood did not own).
+// Redis ignores it.
 func WithMaxKeys(n int) Option {
 	return func(c *config) {
 		if n >= 1 {
