@@ -9,7 +9,7 @@ import (
 // confirmPasswordPage shows the form of a password-linking link: the owner of a social-only
 // account types the password a registration with their address chose.
 func (p *Provider) confirmPasswordPage(w http.ResponseWriter, r *http.Request) {
-	p.renderForm(w, r, http.StatusOK, "confirm_password", "", nil, map[string]any{"Token": r.URL.Query().Get("token")})
+	p.linkFormPage(w, r, "confirm_password")
 }
 
 // confirmPasswordSubmit adds the password once it matches the one registered; a wrong one

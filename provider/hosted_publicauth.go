@@ -255,7 +255,19 @@ func (p *Provider) forgotPasswordSubmit(w http.ResponseWriter, r *http.Request) 
 
 // resetPasswordPage shows the form of a password-reset link.
 func (p *Provider) resetPasswordPage(w http.ResponseWriter, r *http.Request) {
-	p.renderForm(w, r, http.StatusOK, "reset_password", "", nil, map[string]any{"Token": r.URL.Query().Get("token")})
+	p.linkFormPage(w, r, "reset_password")
+}
+
+// linkFormPage shows the form of a mailed link (a linkForm); without a token there is
+// nothing to fill in, so it says so at once rather than on submit.
+func (p *Provider) linkFormPage(w http.ResponseWriter, r *http.Request, page string) {
+	token := r.URL.Query().Get("token")
+	if token == "" {
+		p.pages.error(w, r, http.StatusBadRequest, "Link incomplete",
+			"This page opens from the link in your email. Open the whole link, or ask for a new one.")
+		return
+	}
+	p.renderForm(w, r, http.StatusOK, page, "", nil, map[string]any{"Token": token})
 }
 
 // resetPasswordSubmit sets the new password; every session of the user ends.

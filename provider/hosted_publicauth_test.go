@@ -282,6 +282,11 @@ func TestHostedPasswordReset(t *testing.T) {
 		}
 		link := e.mailedLink(t, mail, user.Email, publicauth.PathResetPassword)
 
+		// A link cut short (no token) says so at once, not after a password was typed.
+		if p := br.get(t, e.issuer+publicauth.PathResetPassword); p.status != http.StatusBadRequest || !strings.Contains(p.body, "Link incomplete") {
+			t.Errorf("reset page without a token: got %s, want the 400 error page", p)
+		}
+
 		form := br.get(t, link)
 		if form.status != http.StatusOK {
 			t.Fatalf("got %s, want the reset form", form)
