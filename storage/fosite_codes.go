@@ -25,18 +25,7 @@ func (s *Store) CreateAuthorizeCodeSession(ctx context.Context, signature string
 // fosite.ErrInvalidatedAuthorizeCode, so fosite can revoke the tokens issued for it; an
 // unknown code returns fosite.ErrNotFound. Expiry is fosite's to check.
 func (s *Store) GetAuthorizeCodeSession(ctx context.Context, signature string, session fosite.Session) (fosite.Requester, error) {
-	m, err := takeRequestRow[authorizationCodeModel](ctx, s, "authorization code", signature)
-	if err != nil {
-		return nil, err
-	}
-	r, err := s.toRequest(ctx, &m.Request, session)
-	if err != nil {
-		return nil, err
-	}
-	if !m.Active {
-		return r, fosite.ErrInvalidatedAuthorizeCode
-	}
-	return r, nil
+	return getActiveRequest[authorizationCodeModel](ctx, s, "authorization code", signature, session, fosite.ErrInvalidatedAuthorizeCode)
 }
 
 // InvalidateAuthorizeCodeSession marks the code used; the row stays until it expires so a

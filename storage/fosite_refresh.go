@@ -28,18 +28,7 @@ func (s *Store) CreateRefreshTokenSession(ctx context.Context, signature string,
 // together with fosite.ErrInactiveToken, which fosite treats as reuse and answers by
 // revoking the whole grant; an unknown token returns fosite.ErrNotFound.
 func (s *Store) GetRefreshTokenSession(ctx context.Context, signature string, session fosite.Session) (fosite.Requester, error) {
-	m, err := takeRequestRow[refreshTokenModel](ctx, s, "refresh token", signature)
-	if err != nil {
-		return nil, err
-	}
-	r, err := s.toRequest(ctx, &m.Request, session)
-	if err != nil {
-		return nil, err
-	}
-	if !m.Active {
-		return r, fosite.ErrInactiveToken
-	}
-	return r, nil
+	return getActiveRequest[refreshTokenModel](ctx, s, "refresh token", signature, session, fosite.ErrInactiveToken)
 }
 
 // DeleteRefreshTokenSession deletes the refresh token; deleting an unknown token is not an

@@ -111,6 +111,37 @@ func takeRequestRow[M any](ctx context.Context, s *Store, what, signature string
 	return &m, nil
 }
 
+// activeRow is a row of a table whose requests are invalidated by an active flag rather
+// than deleted (authorization codes, refresh tokens).
+type activeRow[M any] interface {
+	*M
+	// state returns the row's request columns and whether it is still active.
+	state() (*requestColumns, bool)
+}
+
+func (m *authorizationCodeModel) state() (*requestColumns, bool) { return &m.Request, m.Active }
+func (m *refreshTokenModel) state() (*requestColumns, bool)      { return &m.Request, m.Active }
+
+// getActiveRequest returns the request stored under signature in M's table, its session
+// unmarshalled into session. An inactive row returns the request together with inactive
+// (fosite's error for a used code or a rotated token, which makes fosite revoke what it
+// issued); a missing one fosite.ErrNotFound. what names the row in errors.
+func getActiveRequest[M any, P activeRow[M]](ctx context.Context, s *Store, what, signature string, session fosite.Session, inactive error) (fosite.Requester, error) {
+	m, err := takeRequestRow[M](ctx, s, what, signature)
+	if err != nil {
+		return nil, err
+	}
+	cols, active := P(m).state()
+	r, err := s.toRequest(ctx, cols, session)
+	if err != nil {
+		return nil, err
+	}
+	if !active {
+		return r, inactive
+	}
+	return r, nil
+}
+
 // deactivate marks the active row of M with that signature inactive, as one conditional
 // update: of two concurrent callers exactly one succeeds. When no row changed it returns
 // fosite.ErrNotFound for a missing row and inactive (fosite's error for a used code or a
