@@ -96,7 +96,7 @@ func newOAuth2Provider(cfg Config, store fositeStore, keys *keySet, now func() t
 	}
 	oidcCode := &openid.OpenIDConnectExplicitHandler{
 		OpenIDConnectRequestStorage:   store,
-		OpenIDConnectRequestValidator: openid.NewOpenIDConnectRequestValidator(idSigner, fc),
+		OpenIDConnectRequestValidator: openid.NewOpenIDConnectRequestValidator(idTokenHintSigner{idSigner}, fc),
 		Config:                        fc,
 		IDTokenHandleHelper:           idTokens,
 	}
