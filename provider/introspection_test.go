@@ -96,6 +96,20 @@ func TestIntrospectionIsForTheTokensClient(t *testing.T) {
 				}
 			})
 		}
+
+		t.Run("a public client cannot introspect, even its own tokens", func(t *testing.T) {
+			spa := e.client(t, provider.ClientSpec{ID: "spa", Public: true})
+			_, tok := e.relyingParty(t, spa).signIn(t, e, br, alice.Email)
+			r := e.call(t, http.MethodPost, "/api/oauth/introspect", url.Values{"token": {tok.AccessToken}, "client_id": {"spa"}}, nil)
+			wantOAuthError(t, r, http.StatusUnauthorized, "invalid_client")
+		})
+
+		t.Run("a public client cannot be a resource server", func(t *testing.T) {
+			_, err := e.p.CreateClient(context.Background(), provider.ClientSpec{ID: "public-api", Public: true, ResourceServer: true, RedirectURIs: []string{rpRedirectURI}})
+			if err == nil {
+				t.Error("CreateClient: got no error, want a public resource server refused")
+			}
+		})
 	})
 }
 
