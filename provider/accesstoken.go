@@ -45,16 +45,11 @@ func (s *tokenStrategy) GenerateAccessToken(ctx context.Context, r fosite.Reques
 	if exp.IsZero() {
 		exp = now.Add(s.lifespan)
 	}
-	clientID := r.GetClient().GetID()
-	aud := []string(r.GetGrantedAudience())
-	if len(aud) == 0 {
-		aud = []string{clientID}
-	}
 	claims := jwt.MapClaims{
 		"iss":       s.issuer,
 		"sub":       sess.GetSubject(),
-		"aud":       aud,
-		"client_id": clientID,
+		"aud":       tokenAudience(r),
+		"client_id": r.GetClient().GetID(),
 		"scope":     strings.Join(r.GetGrantedScopes(), " "),
 		"exp":       exp.Unix(),
 		"iat":       now.Unix(),
@@ -68,6 +63,16 @@ func (s *tokenStrategy) GenerateAccessToken(ctx context.Context, r fosite.Reques
 		return "", "", err
 	}
 	return signJWT(k, claims, map[string]any{"typ": "at+jwt"})
+}
+
+// tokenAudience is the audience of the tokens of grant r: the audience granted with it, or
+// else the client it was issued to. It is the access token's aud, and what a resource server
+// is matched against at introspection.
+func tokenAudience(r fosite.Requester) []string {
+	if aud := r.GetGrantedAudience(); len(aud) > 0 {
+		return aud
+	}
+	return []string{r.GetClient().GetID()}
 }
 
 // ValidateAccessToken checks the signature and expiry; the caller (fosite's CoreValidator)

@@ -40,6 +40,11 @@ type ClientSpec struct {
 	Public bool
 	// FirstParty clients skip the consent page.
 	FirstParty bool
+	// ResourceServer clients may introspect tokens issued to other clients when the token's
+	// audience (its `aud`: the audience granted with it, or else the id of the client it
+	// was issued to) contains this client's id. Any other client sees only its own tokens
+	// as active. A resource server must be confidential: introspection needs a secret.
+	ResourceServer bool
 	// IDTokenAlg is "RS256" (default) or "ES256".
 	IDTokenAlg string
 }
@@ -56,6 +61,7 @@ type ClientInfo struct {
 	GrantTypes             []string  `json:"grant_types"`
 	Public                 bool      `json:"public"`
 	FirstParty             bool      `json:"first_party"`
+	ResourceServer         bool      `json:"resource_server"`
 	IDTokenAlg             string    `json:"id_token_signed_response_alg"`
 	CreatedAt              time.Time `json:"created_at"`
 }
@@ -66,7 +72,8 @@ var grantTypesSupported = []string{"authorization_code", "refresh_token", "clien
 func (p *Provider) CreateClient(ctx context.Context, spec ClientSpec) (ClientInfo, error) {
 	c := &storage.Client{
 		ID: spec.ID, Name: spec.Name, Public: spec.Public, FirstParty: spec.FirstParty,
-		RedirectURIs: spec.RedirectURIs, PostLogoutRedirectURIs: spec.PostLogoutRedirectURIs,
+		ResourceServer: spec.ResourceServer,
+		RedirectURIs:   spec.RedirectURIs, PostLogoutRedirectURIs: spec.PostLogoutRedirectURIs,
 		Scopes: spec.Scopes, GrantTypes: spec.GrantTypes, IDTokenAlg: spec.IDTokenAlg,
 		ResponseTypes: []string{"code"},
 	}
@@ -121,6 +128,9 @@ func validateClient(c *storage.Client) error {
 	if c.Public && slices.Contains(c.GrantTypes, "client_credentials") {
 		errs = append(errs, errors.New("a public client cannot use client_credentials"))
 	}
+	if c.Public && c.ResourceServer {
+		errs = append(errs, errors.New("a public client cannot be a resource server: introspection needs a client secret"))
+	}
 	if slices.Contains(c.GrantTypes, "authorization_code") && len(c.RedirectURIs) == 0 {
 		errs = append(errs, errors.New("at least one redirect URI is required for authorization_code"))
 	}
@@ -155,7 +165,8 @@ func clientInfo(c *storage.Client) ClientInfo {
 		ClientID: c.ID, Name: c.Name, RedirectURIs: nonNil(c.RedirectURIs),
 		PostLogoutRedirectURIs: nonNil(c.PostLogoutRedirectURIs), Scopes: nonNil(c.Scopes),
 		GrantTypes: nonNil(c.GrantTypes), Public: c.Public, FirstParty: c.FirstParty,
-		IDTokenAlg: c.IDTokenAlg, CreatedAt: c.CreatedAt.UTC(),
+		ResourceServer: c.ResourceServer,
+		IDTokenAlg:     c.IDTokenAlg, CreatedAt: c.CreatedAt.UTC(),
 	}
 }
 

@@ -61,7 +61,7 @@ func (p *Provider) discoveryDocument() discoveryDocument {
 		IDTokenSigningAlgValuesSupported:          []string{AlgRS256, AlgES256},
 		TokenEndpointAuthMethodsSupported:         []string{"client_secret_basic", "client_secret_post", "none"},
 		RevocationEndpointAuthMethodsSupported:    []string{"client_secret_basic", "client_secret_post", "none"},
-		IntrospectionEndpointAuthMethodsSupported: []string{"client_secret_basic"},
+		IntrospectionEndpointAuthMethodsSupported: []string{"client_secret_basic", "client_secret_post"},
 		CodeChallengeMethodsSupported:             []string{"S256"},
 		ClaimsSupported: []string{"sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "azp",
 			"acr", "amr", "email", "email_verified", "name", "updated_at"},

@@ -60,6 +60,7 @@ func TestDiscovery(t *testing.T) {
 				{field: "id_token_signing_alg_values_supported", want: []string{"RS256", "ES256"}},
 				{field: "code_challenge_methods_supported", want: []string{"S256"}, exact: true},
 				{field: "token_endpoint_auth_methods_supported", want: []string{"client_secret_basic", "client_secret_post", "none"}},
+				{field: "introspection_endpoint_auth_methods_supported", want: []string{"client_secret_basic", "client_secret_post"}, exact: true},
 				{field: "scopes_supported", want: []string{"openid", "profile", "email", "offline_access", "manage_permissions"}},
 				{field: "grant_types_supported", want: []string{"authorization_code", "refresh_token", "client_credentials"}},
 				{field: "response_modes_supported", want: []string{"query", "form_post"}},

@@ -96,7 +96,7 @@ func newOAuth2Provider(cfg Config, store fositeStore, keys *keySet, now func() t
 	}
 	oidcCode := &openid.OpenIDConnectExplicitHandler{
 		OpenIDConnectRequestStorage:   store,
-		OpenIDConnectRequestValidator: openid.NewOpenIDConnectRequestValidator(idSigner, fc),
+		OpenIDConnectRequestValidator: openid.NewOpenIDConnectRequestValidator(idTokenHintSigner{idSigner}, fc),
 		Config:                        fc,
 		IDTokenHandleHelper:           idTokens,
 	}
@@ -114,5 +114,7 @@ func newOAuth2Provider(cfg Config, store fositeStore, keys *keySet, now func() t
 	fc.TokenEndpointHandlers = fosite.TokenEndpointHandlers{code, clientCredentials, refresh, oidcCode, oidcRefresh, pkceHandler}
 	fc.TokenIntrospectionHandlers = fosite.TokenIntrospectionHandlers{introspection}
 	fc.RevocationHandlers = fosite.RevocationHandlers{revocation}
-	return fosite.NewOAuth2Provider(store, fc), idSigner
+	oauth := fosite.NewOAuth2Provider(store, fc)
+	fc.ClientAuthenticationStrategy = singleClientAuthentication(oauth.DefaultClientAuthenticationStrategy)
+	return oauth, idSigner
 }

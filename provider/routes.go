@@ -18,10 +18,10 @@ func (p *Provider) routes() *mux.Router {
 	r.HandleFunc("/.well-known/jwks.json", p.jwks).Methods(get, http.MethodHead)
 	r.HandleFunc("/api/oauth/authorize", p.authorize).Methods(get, post)
 	r.HandleFunc("/api/oauth/authorize/resume", p.resumeAuthorize).Methods(get)
-	r.HandleFunc("/api/oauth/token", p.failedRequestsLimited(p.token)).Methods(post)
+	r.HandleFunc("/api/oauth/token", p.failedRequestsLimited(p.basicChallenge(p.token))).Methods(post)
 	r.HandleFunc("/api/oauth/userinfo", p.userinfo).Methods(get, post)
-	r.HandleFunc("/api/oauth/revoke", p.failedRequestsLimited(p.revoke)).Methods(post)
-	r.HandleFunc("/api/oauth/introspect", p.failedRequestsLimited(p.introspect)).Methods(post)
+	r.HandleFunc("/api/oauth/revoke", p.failedRequestsLimited(p.basicChallenge(p.revoke))).Methods(post)
+	r.HandleFunc("/api/oauth/introspect", p.failedRequestsLimited(p.basicChallenge(p.introspect))).Methods(post)
 	r.HandleFunc("/api/oauth/logout", p.logout).Methods(get, post)
 
 	r.HandleFunc("/login", p.formPage("login")).Methods(get)

@@ -31,9 +31,8 @@ func (s *jwtSigner) Generate(_ context.Context, claims jwt.MapClaims, header jwt
 
 // signJWT signs claims with k; header may set extra fields such as typ.
 func signJWT(k *signingKey, claims jwt.MapClaims, header map[string]any) (string, string, error) {
-	// A single audience is written as a string, as the SSO interface shows `aud`.
-	if aud, ok := claims["aud"].([]string); ok && len(aud) == 1 {
-		claims["aud"] = aud[0]
+	if aud, ok := claims["aud"].([]string); ok {
+		claims["aud"] = audienceClaim(aud)
 	}
 	token := jwt.NewWithClaims(jose.SignatureAlgorithm(k.alg), claims)
 	for name, v := range header {
@@ -49,6 +48,15 @@ func signJWT(k *signingKey, claims jwt.MapClaims, header map[string]any) (string
 		return "", "", err
 	}
 	return raw, raw[strings.LastIndexByte(raw, '.')+1:], nil
+}
+
+// audienceClaim is how aud is written: a single audience as a string, as the SSO interface
+// shows it, several as an array.
+func audienceClaim(aud []string) any {
+	if len(aud) == 1 {
+		return aud[0]
+	}
+	return aud
 }
 
 // Decode verifies the signature against the published key named by kid and validates the

@@ -78,16 +78,6 @@ func (p *Provider) revoke(w http.ResponseWriter, r *http.Request) {
 	p.oauth.WriteRevocationResponse(r.Context(), w, nil)
 }
 
-// introspect is the introspection endpoint (RFC 7662), for authenticated clients.
-func (p *Provider) introspect(w http.ResponseWriter, r *http.Request) {
-	ir, err := p.oauth.NewIntrospectionRequest(r.Context(), r, newSession())
-	if err != nil {
-		p.oauth.WriteIntrospectionError(r.Context(), w, asTemporarilyUnavailable(err))
-		return
-	}
-	p.oauth.WriteIntrospectionResponse(r.Context(), w, ir)
-}
-
 // userinfo is the UserInfo endpoint (OpenID Connect Core §5.3): GET or POST, the access
 // token in the Authorization header or (POST) the form body. It answers the claims the
 // token's scopes allow, read fresh from the user record.
@@ -199,11 +189,8 @@ func (p *Provider) accessToken(ctx context.Context, bearer string) (fosite.Reque
 	if err != nil || use != fosite.AccessToken {
 		return nil, nil, errInvalidBearer
 	}
-	session, ok := ar.GetSession().(*Session)
-	if !ok {
-		return nil, nil, errInvalidBearer
-	}
-	if exp := session.GetExpiresAt(fosite.AccessToken); !exp.IsZero() && !p.now().Before(exp) {
+	session, ok := sessionOf(ar)
+	if !ok || p.expired(session, fosite.AccessToken) {
 		return nil, nil, errInvalidBearer
 	}
 	return ar, session, nil

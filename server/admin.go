@@ -82,6 +82,7 @@ func (c *cli) clientCreate(ctx context.Context, args []string) int {
 	cmd.listVar(&spec.GrantTypes, "grant-type", "TYPE", "allowed grant type: authorization_code, refresh_token or client_credentials")
 	cmd.flag(&spec.Public, "public", "public client (no secret; PKCE only), e.g. a single-page or mobile app")
 	cmd.flag(&spec.FirstParty, "first-party", "first-party client: users are not asked for consent")
+	cmd.flag(&spec.ResourceServer, "resource-server", "resource server: may introspect tokens whose audience contains its client id")
 	cmd.str(&spec.IDTokenAlg, "id-token-alg", "RS256|ES256", "", "ID token signing algorithm (default RS256)")
 	a := addAdminFlags(cmd)
 	return c.execute(ctx, cmd, args, func(ctx context.Context) error {

@@ -37,6 +37,7 @@ type clientJSON struct {
 	GrantTypes             []string `json:"grant_types"`
 	Public                 bool     `json:"public"`
 	FirstParty             bool     `json:"first_party"`
+	ResourceServer         bool     `json:"resource_server"`
 	IDTokenAlg             string   `json:"id_token_signed_response_alg"`
 }
 
@@ -64,8 +65,8 @@ func testAdminCommands(t *testing.T, dsn string, env map[string]string) {
 	decodeJSON(t, mustRun(t, env, "client", "create", "--id", "my-app", "--name", "My app",
 		"--redirect-uri", "https://app.example.com/callback", "--redirect-uri", "https://app.example.com/cb2",
 		"--post-logout-redirect-uri", "https://app.example.com/", "--scope", "openid email",
-		"--first-party", "--id-token-alg", "ES256"), &conf)
-	if conf.ClientID != "my-app" || conf.Name != "My app" || conf.Public || !conf.FirstParty || conf.IDTokenAlg != "ES256" {
+		"--first-party", "--id-token-alg", "ES256", "--resource-server"), &conf)
+	if conf.ClientID != "my-app" || conf.Name != "My app" || conf.Public || !conf.FirstParty || conf.IDTokenAlg != "ES256" || !conf.ResourceServer {
 		t.Errorf("confidential client: got %+v", conf)
 	}
 	if conf.ClientSecret == nil || len(*conf.ClientSecret) < 32 {
@@ -82,7 +83,7 @@ func testAdminCommands(t *testing.T, dsn string, env map[string]string) {
 	var pub clientJSON
 	decodeJSON(t, mustRun(t, pubEnv, "client", "create", "--dsn", dsn, "--public", "--name", "SPA",
 		"--redirect-uri", "http://localhost:3000/callback", "--grant-type", "authorization_code"), &pub)
-	if pub.ClientID == "" || !pub.Public || pub.ClientSecret != nil {
+	if pub.ClientID == "" || !pub.Public || pub.ClientSecret != nil || pub.ResourceServer {
 		t.Errorf("public client: got %+v, want a generated id and no secret", pub)
 	}
 	if !slices.Equal(pub.GrantTypes, []string{"authorization_code"}) {

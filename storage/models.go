@@ -63,6 +63,7 @@ type clientModel struct {
 	Audience               stringList
 	Public                 bool
 	FirstParty             bool
+	ResourceServer         bool
 	IDTokenAlg             string    `gorm:"column:id_token_alg"`
 	CreatedAt              time.Time `gorm:"autoCreateTime:false"`
 	UpdatedAt              time.Time `gorm:"autoUpdateTime:false"`

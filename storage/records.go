@@ -26,6 +26,9 @@ type Client struct {
 	Public bool
 	// FirstParty clients skip the consent page.
 	FirstParty bool
+	// ResourceServer clients may introspect the tokens whose audience names their id, not
+	// only their own tokens.
+	ResourceServer bool
 	// IDTokenAlg is the JWS algorithm of this client's ID tokens: "RS256" (default) or "ES256".
 	IDTokenAlg string
 	CreatedAt  time.Time

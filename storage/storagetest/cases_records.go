@@ -63,6 +63,30 @@ func testClientRoundTrip(t *testing.T, s *storage.Store) {
 	}
 }
 
+// testClientResourceServer: the resource-server mark is stored, read back and listed, and a
+// client created without it is an ordinary client.
+func testClientResourceServer(t *testing.T, s *storage.Store) {
+	ctx := context.Background()
+	api := newClient("api")
+	api.ResourceServer = true
+	mustNoErr(t, "CreateClient(api)", s.CreateClient(ctx, api))
+	mustCreateClient(t, s, "app")
+	for id, want := range map[string]bool{"api": true, "app": false} {
+		got, err := s.ClientByID(ctx, id)
+		mustNoErr(t, "ClientByID("+id+")", err)
+		if got.ResourceServer != want {
+			t.Errorf("ClientByID(%s).ResourceServer: got %v, want %v", id, got.ResourceServer, want)
+		}
+	}
+	list, err := s.ListClients(ctx)
+	mustNoErr(t, "ListClients", err)
+	for _, c := range list {
+		if c.ResourceServer != (c.ID == "api") {
+			t.Errorf("ListClients: %s has ResourceServer %v", c.ID, c.ResourceServer)
+		}
+	}
+}
+
 func testClientCreateTwice(t *testing.T, s *storage.Store) {
 	ctx := context.Background()
 	mustCreateClient(t, s, "app")

@@ -12,6 +12,7 @@ func Run(t *testing.T, open func(t *testing.T) *storage.Store) {
 	cases := []storageCase{
 		{"MigrateIsIdempotent", testMigrateIdempotent},
 		{"ClientRoundTrip", testClientRoundTrip},
+		{"ClientResourceServer", testClientResourceServer},
 		{"ClientCreateTwiceConflicts", testClientCreateTwice},
 		{"ListClientsOrdered", testListClients},
 		{"MissingRows", testMissingRows},
