@@ -63,14 +63,19 @@ func loginPath(token string) string {
 	return "/login?" + url.Values{requestParam: {token}}.Encode()
 }
 
-// rateLimited answers a refused attempt with 429, Retry-After and the error page, and
-// reports whether it did.
+// rateLimited answers an attempt refused for load with Retry-After and the error page (429
+// over a rate limit, 503 when password hashing is saturated), and reports whether it did.
 func (p *Provider) rateLimited(w http.ResponseWriter, r *http.Request, err error) bool {
 	seconds, limited := publicauth.RetryAfterSeconds(err)
 	if !limited {
 		return false
 	}
 	w.Header().Set("Retry-After", strconv.Itoa(seconds))
+	if errors.Is(err, publicauth.ErrBusy) {
+		p.pages.error(w, r, http.StatusServiceUnavailable, "Busy",
+			"Too many sign-ins are being checked right now. Please try again in a moment.")
+		return true
+	}
 	p.pages.error(w, r, http.StatusTooManyRequests, "Too many attempts",
 		"Too many attempts. Wait a few minutes, then try again.")
 	return true

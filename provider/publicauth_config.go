@@ -72,6 +72,15 @@ type PublicAuthConfig struct {
 	// default 100 a minute. Over it those endpoints answer 429 slow_down until the window
 	// ends, so client secrets cannot be guessed at speed. Nothing else is counted.
 	TokenErrorLimit RateLimit
+
+	// PasswordHashConcurrency is how many password hashes or checks (argon2id, about 19 MiB
+	// each) run at once, which bounds the memory a burst of logins takes. Default the
+	// number of CPUs Go uses (GOMAXPROCS).
+	PasswordHashConcurrency int
+	// PasswordHashQueue is how many more logins, registrations or resets may wait for one;
+	// beyond it they are answered 503 with Retry-After. Default 16 × PasswordHashConcurrency;
+	// negative: none wait.
+	PasswordHashQueue int
 }
 
 // RateLimit is a number of attempts allowed per window. The zero value takes the default
@@ -191,6 +200,8 @@ func newPublicAuth(cfg Config, store *storage.Store, limiter publicauth.Limiter,
 		PasswordResetLifespan:   pc.PasswordResetLifespan,
 		MagicLinkAllowedOrigins: pc.MagicLinkAllowedOrigins,
 		TrustedProxies:          pc.TrustedProxies,
+		PasswordHashConcurrency: pc.PasswordHashConcurrency,
+		PasswordHashQueue:       pc.PasswordHashQueue,
 		Limits: publicauth.RateLimits{
 			PerIP:      rate(pc.LoginRateLimit),
 			PerAccount: rate(pc.AccountMailLimit),

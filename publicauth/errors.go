@@ -26,7 +26,15 @@ var (
 	ErrChallengeInvalid = errors.New("PIN challenge invalid or expired")
 	// ErrMailUnavailable: a mail the user needs to go on (the PIN) could not be sent.
 	ErrMailUnavailable = errors.New("mail could not be sent")
+	// ErrBusy: every password hashing slot is in use and the queue for them is full
+	// (Config.PasswordHashConcurrency, Config.PasswordHashQueue); the request did no
+	// work and may be retried after BusyRetryAfter.
+	ErrBusy = errors.New("too many password checks at once")
 )
+
+// BusyRetryAfter is how long a caller refused with ErrBusy is told to wait (Retry-After):
+// a queue's worth of hashes takes well under that.
+const BusyRetryAfter = time.Second
 
 // RateLimitError answers an attempt over a rate limit or at a locked account. RetryAfter is
 // how long until the attempt may succeed (at least one second); the JSON API sends it as

@@ -48,3 +48,23 @@ var NewMailTemplates = newMailTemplates
 
 // Render exposes render.
 func (t *mailTemplates) Render(kind string, d MailData) (Message, error) { return t.render(kind, d) }
+
+// HoldPasswordHashing takes every slot and queue place of s's hashing pool, so the next
+// hash or verification is refused with ErrBusy, until release is called.
+func (s *Service) HoldPasswordHashing() (release func()) {
+	p := s.hashing
+	for range cap(p.slots) {
+		p.slots <- struct{}{}
+	}
+	for range cap(p.waiting) {
+		p.waiting <- struct{}{}
+	}
+	return func() {
+		for range cap(p.waiting) {
+			<-p.waiting
+		}
+		for range cap(p.slots) {
+			<-p.slots
+		}
+	}
+}

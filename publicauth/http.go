@@ -46,6 +46,8 @@ func Describe(err error) (int, string) {
 		return http.StatusUnauthorized, "the PIN has expired or was entered wrong too often; log in again"
 	case errors.As(err, &rateErr):
 		return http.StatusTooManyRequests, "too many attempts, try again later"
+	case errors.Is(err, ErrBusy):
+		return http.StatusServiceUnavailable, "too many sign-ins are being checked at once, try again in a moment"
 	case errors.Is(err, ErrMailUnavailable):
 		return http.StatusServiceUnavailable, "could not send the PIN, try again"
 	case httpjson.Unavailable(err):
@@ -55,8 +57,8 @@ func Describe(err error) (int, string) {
 }
 
 // writeError answers r with err mapped through Describe in the shape
-// {"error": "<HTTP status text>", "message": "<text>"}. A 429 carries Retry-After (see
-// RetryAfterSeconds), a 503 Retry-After 5. A 500 logs the real error with the request's
+// {"error": "<HTTP status text>", "message": "<text>"}. A 429 and the 503 of ErrBusy carry
+// Retry-After (see RetryAfterSeconds), any other 503 Retry-After 5. A 500 logs the real error with the request's
 // method and path.
 func (s *Service) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status, message := Describe(err)
@@ -72,14 +74,21 @@ func (s *Service) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	httpjson.WriteError(w, status, message)
 }
 
-// RetryAfterSeconds returns the Retry-After value of a *RateLimitError in err: its RetryAfter
-// in whole seconds, rounded up, at least 1. The hosted pages set the same header.
+// RetryAfterSeconds returns the Retry-After value of an attempt refused for load: of a
+// *RateLimitError in err its RetryAfter, of ErrBusy BusyRetryAfter; in whole seconds,
+// rounded up, at least 1. The hosted pages set the same header.
 func RetryAfterSeconds(err error) (int, bool) {
 	var rateErr *RateLimitError
-	if !errors.As(err, &rateErr) {
+	var wait time.Duration
+	switch {
+	case errors.As(err, &rateErr):
+		wait = rateErr.RetryAfter
+	case errors.Is(err, ErrBusy):
+		wait = BusyRetryAfter
+	default:
 		return 0, false
 	}
-	return max(1, int((rateErr.RetryAfter+time.Second-1)/time.Second)), true
+	return max(1, int((wait+time.Second-1)/time.Second)), true
 }
 
 // decodeJSON reads r's body, which must be declared application/json, hold one JSON object

@@ -113,8 +113,12 @@ func (s *Service) ConfirmPassword(ctx context.Context, token, password string) (
 		if u.Status != StatusActive {
 			return ErrAccountDisabled
 		}
-		if ok, err := verifyPassword(password, t.Payload); err != nil || !ok {
+		ok, err := s.passwordMatches(ctx, password, t.Payload)
+		switch {
+		case errors.Is(err, errMalformedHash) || (err == nil && !ok):
 			return ErrPasswordMismatch
+		case err != nil:
+			return err
 		}
 		if err := s.addPassword(ctx, u, t.Payload); errors.Is(err, errHasPassword) {
 			return ErrInvalidToken
@@ -240,9 +244,9 @@ func (s *Service) ResetPassword(ctx context.Context, token, password string) (*U
 	if token == "" {
 		return nil, &InputError{Field: "token", Reason: "is required"}
 	}
-	hash, err := hashPassword(password, s.passwordParams, s.random)
+	hash, err := s.newPasswordHash(ctx, password)
 	if err != nil {
-		return nil, fmt.Errorf("publicauth: %w", err)
+		return nil, err
 	}
 	var u *User
 	err = s.inTx(ctx, func(ctx context.Context) error {

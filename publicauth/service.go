@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"net/url"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -63,6 +64,17 @@ type Config struct {
 	TrustedProxies []netip.Prefix
 	// Limits are the rate limits and the login lockout; see RateLimits for defaults.
 	Limits RateLimits
+	// PasswordHashConcurrency is how many argon2id hashes or verifications (about 19 MiB
+	// each) run at once; it bounds the memory a burst of logins takes. Hashing is CPU-bound,
+	// so more than the CPUs buys no throughput. Default runtime.GOMAXPROCS(0).
+	PasswordHashConcurrency int
+	// PasswordHashQueue is how many more may wait for a free slot; beyond that a login,
+	// registration or reset is refused with ErrBusy (503 with Retry-After). A waiting
+	// request holds a few KiB, not a hash's memory, so the queue absorbs ordinary bursts,
+	// while its length caps the wait at about PasswordHashQueue / PasswordHashConcurrency
+	// hash durations (16 × ~50 ms by default). Default 16 × PasswordHashConcurrency; a
+	// negative value means none may wait.
+	PasswordHashQueue int
 }
 
 // RateLimits configures the attempt limits. A zero Rate takes the default stated on its
@@ -99,6 +111,9 @@ const (
 	DefaultVerificationLifespan  = 24 * time.Hour
 	DefaultPasswordResetLifespan = time.Hour
 	DefaultPINAttempts           = 5
+	// DefaultPasswordHashQueueFactor times Config.PasswordHashConcurrency is the default
+	// Config.PasswordHashQueue.
+	DefaultPasswordHashQueueFactor = 16
 )
 
 // Default rates of RateLimits.
@@ -180,12 +195,14 @@ type Service struct {
 	random         io.Reader
 	logger         *slog.Logger
 	passwordParams argon2Params
+	// hashing bounds the argon2id work: every hash and verification runs through it.
+	hashing *hashPool
 	// mailing tracks the mails sent in the background; Wait waits for them.
 	mailing sync.WaitGroup
 }
 
 // New returns a Service over store. It fails when cfg is invalid (a Secret shorter than
-// MinSecretLen, a negative lifespan or PINAttempts, a BaseURL that is not an absolute http(s)
+// MinSecretLen, a negative lifespan, PINAttempts or PasswordHashConcurrency, a BaseURL that is not an absolute http(s)
 // URL, an allowed origin that is not scheme://host[:port], a Rate with a positive Limit and
 // no positive Window), when store is nil, when no WithLimiter is given, or when the mail
 // templates do not load.
@@ -254,6 +271,7 @@ func New(cfg Config, store Store, opts ...Option) (*Service, error) {
 		random:         o.random,
 		logger:         o.logger,
 		passwordParams: defaultArgon2(),
+		hashing:        newHashPool(cfg.PasswordHashConcurrency, cfg.PasswordHashQueue),
 	}
 	for kind, lifespan := range s.lifespan {
 		codec, err := newCookieCodec(cfg.Secret, kind, lifespan)
@@ -334,6 +352,18 @@ func (c Config) withDefaults() (Config, map[string]bool, []error) {
 		errs = append(errs, fmt.Errorf("Limits.PINAttempts must not be negative, got %d", c.Limits.PINAttempts))
 	case c.Limits.PINAttempts == 0:
 		c.Limits.PINAttempts = DefaultPINAttempts
+	}
+	switch {
+	case c.PasswordHashConcurrency < 0:
+		errs = append(errs, fmt.Errorf("PasswordHashConcurrency must not be negative, got %d", c.PasswordHashConcurrency))
+	case c.PasswordHashConcurrency == 0:
+		c.PasswordHashConcurrency = runtime.GOMAXPROCS(0)
+	}
+	switch {
+	case c.PasswordHashQueue < 0:
+		c.PasswordHashQueue = 0
+	case c.PasswordHashQueue == 0:
+		c.PasswordHashQueue = DefaultPasswordHashQueueFactor * c.PasswordHashConcurrency
 	}
 	return c, origins, errs
 }

@@ -56,7 +56,7 @@ type Registration struct {
 // Any other email in use, compared case-insensitively (an account with a password, or an
 // inactive one), yields ErrEmailTaken. The name of an existing account is left as it is.
 func (s *Service) Register(ctx context.Context, email, password, name string, signedIn *User) (Registration, error) {
-	u, err := s.newUser(UserInput{Email: email, Password: password, Name: name, Role: RoleUser})
+	u, err := s.newUser(ctx, UserInput{Email: email, Password: password, Name: name, Role: RoleUser})
 	if err != nil {
 		return Registration{}, err
 	}
@@ -136,7 +136,7 @@ func (s *Service) CreateUser(ctx context.Context, in UserInput) (*User, error) {
 }
 
 func (s *Service) createUser(ctx context.Context, in UserInput) (*User, error) {
-	u, err := s.newUser(in)
+	u, err := s.newUser(ctx, in)
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +148,7 @@ func (s *Service) createUser(ctx context.Context, in UserInput) (*User, error) {
 
 // newUser validates in and builds the account it describes, its password hashed, without
 // storing it.
-func (s *Service) newUser(in UserInput) (*User, error) {
+func (s *Service) newUser(ctx context.Context, in UserInput) (*User, error) {
 	email, err := normalizeEmail(in.Email)
 	if err != nil {
 		return nil, err
@@ -164,9 +164,9 @@ func (s *Service) newUser(in UserInput) (*User, error) {
 	if err != nil {
 		return nil, err
 	}
-	hash, err := hashPassword(in.Password, s.passwordParams, s.random)
+	hash, err := s.newPasswordHash(ctx, in.Password)
 	if err != nil {
-		return nil, fmt.Errorf("publicauth: %w", err)
+		return nil, err
 	}
 	id, err := uuid.NewRandomFromReader(s.random)
 	if err != nil {
@@ -219,18 +219,24 @@ func (s *Service) verifyCredentials(ctx context.Context, email, password string)
 		return nil, err
 	}
 	if u == nil || u.PasswordHash == "" {
-		_, _ = verifyPassword(password, dummyPasswordHash)
+		if err := s.spendDummyVerification(ctx, password); err != nil {
+			return nil, err
+		}
 		return nil, ErrInvalidCredentials
 	}
-	ok, err := verifyPassword(password, u.PasswordHash)
-	if err != nil {
+	ok, err := s.passwordMatches(ctx, password, u.PasswordHash)
+	switch {
+	case errors.Is(err, errMalformedHash):
 		// An unusable hash fails before any argon2id work: spend it here, so this answer
 		// takes as long as the others.
-		_, _ = verifyPassword(password, dummyPasswordHash)
+		if err := s.spendDummyVerification(ctx, password); err != nil {
+			return nil, err
+		}
 		s.logger.ErrorContext(ctx, "publicauth: stored password hash is unusable", "user_id", u.ID, "err", err)
 		return nil, ErrInvalidCredentials
-	}
-	if !ok {
+	case err != nil:
+		return nil, err
+	case !ok:
 		return nil, ErrInvalidCredentials
 	}
 	if u.Status != StatusActive {

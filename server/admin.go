@@ -74,7 +74,7 @@ func (c *cli) clientCreate(ctx context.Context, args []string) int {
 	var spec provider.ClientSpec
 	var scopes []string
 	cmd.str(&spec.ID, "id", "ID", "", "client id (default: a generated UUID)")
-	cmd.str(&spec.Secret, "client-secret", "SECRET", "", "client secret of a confidential client (default: 256 random bits)")
+	cmd.secretVar(&spec.Secret, "client-secret", "SECRET", "", "client secret of a confidential client (default: 256 random bits)")
 	cmd.str(&spec.Name, "name", "NAME", "", "display name, shown on the consent page")
 	cmd.listVar(&spec.RedirectURIs, "redirect-uri", "URI", "allowed redirect URI")
 	cmd.listVar(&spec.PostLogoutRedirectURIs, "post-logout-redirect-uri", "URI", "allowed post-logout redirect URI")
@@ -152,7 +152,7 @@ func (c *cli) userCreate(ctx context.Context, args []string) int {
 		"Creates a user who can log in with email and password, and prints it as JSON.")
 	var spec provider.UserSpec
 	cmd.str(&spec.Email, "email", "EMAIL", "", "email address (required)")
-	cmd.str(&spec.Password, "password", "PASSWORD", "", "password (required)")
+	cmd.secretVar(&spec.Password, "password", "PASSWORD", "", "password (required, or --password-file)")
 	cmd.str(&spec.Name, "name", "NAME", "", "display name")
 	cmd.str(&spec.Role, "role", "user|admin", "user", "role")
 	cmd.flag(&spec.Verified, "verified", "mark the email address as verified")

@@ -42,7 +42,7 @@ func addStoreFlags(c *command, dsn *string) *storeSettings {
 	s := &storeSettings{}
 	s.dsn = c.stringVar(dsn, "dsn", "DSN", "GATEHOUSE_DSN", defaultDSN,
 		`database: "sqlite:PATH" or "postgres://user:pass@host:5432/db?sslmode=disable"`)
-	s.secret = c.stringVar(&s.secretText, "secret", "SECRET", "GATEHOUSE_SECRET", "",
+	s.secret = c.secretVar(&s.secretText, "secret", "SECRET", "GATEHOUSE_SECRET",
 		"system secret, at least 32 bytes; required with Postgres; with SQLite and none given,\n"+
 			"      one is generated once into the file PATH.secret beside the database")
 	return s

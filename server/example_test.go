@@ -25,6 +25,8 @@ func ExampleMain() {
 	//   --secret SECRET
 	//       system secret, at least 32 bytes; required with Postgres; with SQLite and none given,
 	//       one is generated once into the file PATH.secret beside the database (env GATEHOUSE_SECRET)
+	//   --secret-file PATH
+	//       file holding --secret, instead of giving it on the command line (env GATEHOUSE_SECRET_FILE)
 	//   --log-level LEVEL
 	//       debug, info, warn or error (env GATEHOUSE_LOG_LEVEL, default "info")
 	// exit code 0

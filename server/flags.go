@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -52,6 +53,8 @@ type command struct {
 	about    string       // one paragraph shown by --help
 	settings []*setting
 	docs     []flagDoc // in registration order, for usage
+	// resolvers run once every setting is resolved (secretVar reads its files there).
+	resolvers []func() error
 }
 
 // flagDoc describes one flag in the usage text.
@@ -124,6 +127,11 @@ func (c *command) parse(args []string, lookupEnv func(string) (string, bool)) er
 			return usageError("invalid value %q for %s: %v", v, where, err)
 		}
 	}
+	for _, resolve := range c.resolvers {
+		if err := resolve(); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -169,6 +177,54 @@ func (c *command) durationVar(p *time.Duration, name, env, def, help string) *se
 		*p = d
 		return nil
 	})
+}
+
+// secretVar registers a secret as two settings, --NAME VALUE and --NAME-file PATH (with the
+// variables env and env_FILE when env is not empty), so the secret can stay out of the
+// process list and the environment. Once parsed, *p holds the value, or the file's content
+// without one trailing newline; giving both is a usage error. It returns the value's
+// setting.
+func (c *command) secretVar(p *string, name, arg, env, help string) *setting {
+	value := c.stringVar(p, name, arg, env, "", help)
+	fileEnv := ""
+	if env != "" {
+		fileEnv = env + "_FILE"
+	}
+	var path string
+	c.stringVar(&path, name+"-file", "PATH", fileEnv, "", "file holding --"+name+", instead of giving it on the command line")
+	c.resolvers = append(c.resolvers, func() error {
+		if path == "" {
+			return nil
+		}
+		if *p != "" {
+			return usageError("give --%s or --%s-file (or their variables), not both", name, name)
+		}
+		secret, err := readSecretFile(path)
+		if err != nil {
+			return usageError("--%s-file: %v", name, err)
+		}
+		*p = secret
+		return nil
+	})
+	return value
+}
+
+// readSecretFile returns the content of the file at path without one trailing newline
+// ("\n" or "\r\n", as editors and `echo` leave). An empty secret is an error: it would
+// otherwise pass for "none given".
+func readSecretFile(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	text := string(b)
+	if t, ok := strings.CutSuffix(text, "\n"); ok {
+		text = strings.TrimSuffix(t, "\r")
+	}
+	if text == "" {
+		return "", fmt.Errorf("%s is empty", path)
+	}
+	return text, nil
 }
 
 // oneOfVar accepts one of choices, compared case-insensitively and stored as spelled in

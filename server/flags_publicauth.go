@@ -56,6 +56,21 @@ func addPublicAuthFlags(c *command, cfg *provider.PublicAuthConfig) {
 			"      account")
 	rateVar(c, &cfg.LockoutLimit, "lockout", "GATEHOUSE_LOCKOUT", "10/15m",
 		"failed logins that lock an account, and the window that locks it")
+	c.add("password-hash-concurrency", "N", "GATEHOUSE_PASSWORD_HASH_CONCURRENCY", "",
+		"password hashes (argon2id, 19 MiB each) computed at once; up to 16 times as many logins\n"+
+			"      wait for one, more are answered 503; empty: the number of CPUs",
+		func(v string) error {
+			if v == "" {
+				cfg.PasswordHashConcurrency = 0
+				return nil
+			}
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				return errors.New("want a positive whole number")
+			}
+			cfg.PasswordHashConcurrency = n
+			return nil
+		})
 	rateVar(c, &cfg.TokenErrorLimit, "token-error-limit", "GATEHOUSE_TOKEN_ERROR_LIMIT", "100/1m",
 		"failed client authentications (wrong client secret) one IP may make at the token,\n"+
 			"      revocation and introspection endpoints before it must wait")

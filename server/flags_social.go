@@ -12,16 +12,17 @@ import (
 func addSocialFlags(c *command, cfg *provider.SocialConfig) {
 	c.stringVar(&cfg.Google.ClientID, "google-client-id", "ID", "GATEHOUSE_GOOGLE_CLIENT_ID", "",
 		"OAuth client id at Google; with --google-client-secret it enables sign-in with Google")
-	c.stringVar(&cfg.Google.ClientSecret, "google-client-secret", "SECRET", "GATEHOUSE_GOOGLE_CLIENT_SECRET", "",
+	c.secretVar(&cfg.Google.ClientSecret, "google-client-secret", "SECRET", "GATEHOUSE_GOOGLE_CLIENT_SECRET",
 		"OAuth client secret at Google")
 	c.stringVar(&cfg.Facebook.ClientID, "facebook-client-id", "ID", "GATEHOUSE_FACEBOOK_CLIENT_ID", "",
 		"app id at Facebook; with --facebook-client-secret it enables sign-in with Facebook")
-	c.stringVar(&cfg.Facebook.ClientSecret, "facebook-client-secret", "SECRET", "GATEHOUSE_FACEBOOK_CLIENT_SECRET", "",
+	c.secretVar(&cfg.Facebook.ClientSecret, "facebook-client-secret", "SECRET", "GATEHOUSE_FACEBOOK_CLIENT_SECRET",
 		"app secret at Facebook")
 	s := c.add("oidc-upstream", "SPEC", "GATEHOUSE_OIDC_UPSTREAMS", "",
 		"an OpenID Connect provider to sign in with, as\n"+
 			"      name=corp,issuer=https://idp.example,client-id=ID,client-secret=SECRET[,scopes=openid email profile]\n"+
-			"      (repeatable; in the variable, separate upstreams with ';')",
+			"      (client-secret-file=PATH reads the secret from a file instead; repeatable; in the\n"+
+			"      variable, separate upstreams with ';')",
 		func(v string) error {
 			ups, err := parseOIDCUpstreams(v)
 			cfg.OIDC = ups
@@ -44,7 +45,7 @@ func (a appendingSetting) Set(v string) error {
 }
 
 // oidcUpstreamKeys are the keys of one --oidc-upstream value.
-var oidcUpstreamKeys = []string{"name", "issuer", "client-id", "client-secret", "scopes"}
+var oidcUpstreamKeys = []string{"name", "issuer", "client-id", "client-secret", "client-secret-file", "scopes"}
 
 // parseOIDCUpstreams parses upstreams separated by ';', each a comma-separated list of
 // key=value pairs. Empty text means none.
@@ -88,12 +89,22 @@ func parseOIDCUpstream(spec string) (provider.OIDCUpstream, error) {
 			u.ClientID = value
 		case "client-secret":
 			u.ClientSecret = value
+		case "client-secret-file":
+			secret, err := readSecretFile(value)
+			if err != nil {
+				return u, fmt.Errorf("client-secret-file: %w", err)
+			}
+			u.ClientSecret = secret
 		case "scopes":
 			u.Scopes = strings.Fields(value)
 		default:
 			return u, fmt.Errorf("unknown key %q (keys: %s)", key, strings.Join(oidcUpstreamKeys, ", "))
 		}
 	}
+	if seen["client-secret"] && seen["client-secret-file"] {
+		return u, errors.New("give client-secret or client-secret-file, not both")
+	}
+	seen["client-secret"] = seen["client-secret"] || seen["client-secret-file"]
 	var missing []string
 	for _, key := range oidcUpstreamKeys[:4] {
 		if !seen[key] {

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -58,19 +57,22 @@ func loadSecret(configured []byte, dsn string, random io.Reader, logger *slog.Lo
 		return secret, nil
 	}
 	file := path + ".secret"
-	secret, err := readSecretFile(file)
+	stored, err := readSecretFile(file)
+	if err == nil && len(stored) < minSecretLen {
+		return nil, fmt.Errorf("secret file %s holds fewer than %d bytes", file, minSecretLen)
+	}
 	if err == nil {
 		logger.Warn("no secret configured; using the secret stored beside the database (set GATEHOUSE_SECRET to manage it yourself)", "file", file)
 		if info, serr := os.Stat(file); serr == nil && info.Mode().Perm()&0o077 != 0 {
 			logger.Warn("the secret file can be read by other users: anyone who reads it can forge client secrets and decrypt the signing keys; chmod 600 it",
 				"file", file, "mode", info.Mode().Perm().String())
 		}
-		return secret, nil
+		return []byte(stored), nil
 	}
 	if !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
-	secret, err = newSecret(random)
+	secret, err := newSecret(random)
 	if err != nil {
 		return nil, err
 	}
@@ -109,19 +111,6 @@ func newSecret(random io.Reader) ([]byte, error) {
 		return nil, fmt.Errorf("generate secret: %w", err)
 	}
 	return []byte(hex.EncodeToString(raw)), nil
-}
-
-// readSecretFile reads a secret file, trimming surrounding white space.
-func readSecretFile(file string) ([]byte, error) {
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return nil, err
-	}
-	b = bytes.TrimSpace(b)
-	if len(b) < minSecretLen {
-		return nil, fmt.Errorf("secret file %s holds fewer than %d bytes", file, minSecretLen)
-	}
-	return b, nil
 }
 
 // redactDSN hides the password of a URL-shaped DSN so it can be shown.

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
+	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -94,6 +97,9 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 			return nil, errors.New("storage: sqlite dsn has no path")
 		}
 		memory = path == ":memory:"
+		if err := createPrivateSQLiteFile(path); err != nil {
+			return nil, err
+		}
 		dialector = sqlite.Open(sqliteDSN(path))
 		d = dialectSQLite
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
@@ -149,6 +155,31 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// createPrivateSQLiteFile creates the database file of an SQLite path with mode 0600 when it
+// does not exist yet: the driver would create it 0644, readable by every local user, and
+// the database holds password hashes and keys. An empty file is an empty database, and
+// SQLite gives its -wal and -shm files the mode of the database file. An existing file, an
+// in-memory database and a read-only URI are left alone.
+func createPrivateSQLiteFile(path string) error {
+	name, query, _ := strings.Cut(path, "?")
+	name = strings.TrimPrefix(name, "file:")
+	params, _ := url.ParseQuery(query)
+	if name == "" || name == ":memory:" || params.Get("mode") == "memory" || params.Get("mode") == "ro" {
+		return nil
+	}
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("storage: create sqlite database file: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("storage: create sqlite database file: %w", err)
+	}
+	return nil
 }
 
 // sqliteDSN adds the connection parameters Gatehouse relies on to an SQLite path. The busy

@@ -1,0 +1,153 @@
+package publicauth
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+// blocker is work that runs until released, reporting when it started.
+type blocker struct {
+	started chan struct{}
+	release chan struct{}
+}
+
+func newBlocker() blocker {
+	return blocker{started: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (b blocker) work() {
+	close(b.started)
+	<-b.release
+}
+
+// runAsync runs work in pool on its own goroutine and returns where its result arrives.
+func runAsync(ctx context.Context, pool *hashPool, work func()) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- pool.run(ctx, work) }()
+	return done
+}
+
+// waitFor fails t unless ch yields within a generous bound; the pool never sleeps, so only
+// a broken pool takes that long.
+func waitFor[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+		var zero T
+		return zero
+	}
+}
+
+// waitQueued waits until n callers sit in pool's queue.
+func waitQueued(t *testing.T, pool *hashPool, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(pool.waiting) != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("queue holds %d callers, want %d", len(pool.waiting), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestHashPool(t *testing.T) {
+	ctx := context.Background()
+
+	t.Run("runs up to slots at once, queues up to queue, refuses the rest", func(t *testing.T) {
+		const slots, queue = 2, 3
+		pool := newHashPool(slots, queue)
+		var running []blocker
+		var runningDone []<-chan error
+		for i := range slots {
+			b := newBlocker()
+			running = append(running, b)
+			runningDone = append(runningDone, runAsync(ctx, pool, b.work))
+			waitFor(t, b.started, "running work "+string(rune('0'+i)))
+		}
+		queued := make([]blocker, queue)
+		var queuedDone []<-chan error
+		for i := range queue {
+			queued[i] = newBlocker()
+			queuedDone = append(queuedDone, runAsync(ctx, pool, queued[i].work))
+		}
+		waitQueued(t, pool, queue)
+
+		called := false
+		if err := pool.run(ctx, func() { called = true }); !errors.Is(err, ErrBusy) || called {
+			t.Fatalf("run with slots and queue full = %v (work called %v), want ErrBusy and no call", err, called)
+		}
+
+		// Each released slot lets exactly one queued caller in; none starts before.
+		for i := range queue {
+			select {
+			case <-queued[i].started:
+				t.Fatalf("queued work %d started while every slot was busy", i)
+			default:
+			}
+		}
+		close(running[0].release)
+		if err := waitFor(t, runningDone[0], "first running work"); err != nil {
+			t.Fatalf("run = %v", err)
+		}
+		waitQueued(t, pool, queue-1)
+		close(running[1].release)
+		waitFor(t, runningDone[1], "second running work")
+		waitQueued(t, pool, queue-2)
+		for i := range queue {
+			close(queued[i].release)
+		}
+		for i := range queue {
+			if err := waitFor(t, queuedDone[i], "queued work"); err != nil {
+				t.Fatalf("queued run = %v", err)
+			}
+		}
+		if len(pool.slots) != 0 || len(pool.waiting) != 0 {
+			t.Fatalf("after all work: %d slots and %d queue places held, want none", len(pool.slots), len(pool.waiting))
+		}
+	})
+
+	t.Run("no queue refuses as soon as the slots are busy", func(t *testing.T) {
+		pool := newHashPool(1, 0)
+		b := newBlocker()
+		done := runAsync(ctx, pool, b.work)
+		waitFor(t, b.started, "running work")
+		if err := pool.run(ctx, func() {}); !errors.Is(err, ErrBusy) {
+			t.Fatalf("run = %v, want ErrBusy", err)
+		}
+		close(b.release)
+		waitFor(t, done, "running work")
+		if err := pool.run(ctx, func() {}); err != nil {
+			t.Fatalf("run on a free pool = %v", err)
+		}
+	})
+
+	t.Run("a cancelled wait leaves the queue without running", func(t *testing.T) {
+		pool := newHashPool(1, 1)
+		b := newBlocker()
+		done := runAsync(ctx, pool, b.work)
+		waitFor(t, b.started, "running work")
+		waitCtx, cancel := context.WithCancel(ctx)
+		called := make(chan struct{})
+		waiting := runAsync(waitCtx, pool, func() { close(called) })
+		waitQueued(t, pool, 1)
+		cancel()
+		if err := waitFor(t, waiting, "cancelled wait"); !errors.Is(err, context.Canceled) {
+			t.Fatalf("run = %v, want context.Canceled", err)
+		}
+		if len(pool.waiting) != 0 {
+			t.Fatal("a cancelled caller still holds its queue place")
+		}
+		close(b.release)
+		waitFor(t, done, "running work")
+		select {
+		case <-called:
+			t.Fatal("work of a cancelled wait ran")
+		default:
+		}
+	})
+}
