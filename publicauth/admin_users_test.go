@@ -33,7 +33,9 @@ func TestAdminUpdateUser(t *testing.T) {
 		}{
 			{"no session", path, `{"requirePin": true}`, nil, 401, `{"error":"Unauthorized","message":"no valid session"}`},
 			{"a user who is not an admin", path, `{"requirePin": true}`, []*http.Cookie{user}, 403, `{"error":"Forbidden","message":"admin role required"}`},
-			{"nothing to change", path, `{}`, []*http.Cookie{admin}, 400, `{"error":"Bad Request","message":"requirePin is required"}`},
+			{"nothing to change", path, `{}`, []*http.Cookie{admin}, 400, `{"error":"Bad Request","message":"requirePin or status is required"}`},
+			{"an unknown status", path, `{"status": "gone"}`, []*http.Cookie{admin}, 400, `{"error":"Bad Request","message":"status must be active or disabled"}`},
+			{"a status that is not a string", path, `{"status": false}`, []*http.Cookie{admin}, 400, `{"error":"Bad Request","message":"status must be a JSON string"}`},
 			{"not a boolean", path, `{"requirePin": "yes"}`, []*http.Cookie{admin}, 400, `{"error":"Bad Request","message":"requirePin must be a JSON bool"}`},
 			{"unknown user", "/api/admin/users/no-such-user", `{"requirePin": true}`, []*http.Cookie{admin}, 404, `{"error":"Not Found","message":"user not found"}`},
 		} {

@@ -18,6 +18,9 @@ func migrations() []migration {
 		{version: 4, name: "linked social and upstream identities", up: func(tx *gorm.DB, d dialect) error {
 			return execAll(tx, d, schemaV4())
 		}},
+		{version: 8, name: "token tables indexed by subject, for revoking a user's grants", up: func(tx *gorm.DB, d dialect) error {
+			return execAll(tx, d, schemaV8())
+		}},
 	}
 }
 
