@@ -57,3 +57,38 @@ func TestAdminUpdateUser(t *testing.T) {
 		}
 	})
 }
+
+// TestAdminDisablesUser: PATCH {"status": "disabled"} ends the user's sessions and stops
+// logins; {"status": "active"} lets the user log in again, and brings no session back.
+func TestAdminDisablesUser(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
+		e := newEnv(t, b, publicauth.Config{})
+		const pw = "correct horse battery"
+		if _, err := e.svc.CreateUser(context.Background(), publicauth.UserInput{
+			Email: "root@example.com", Password: pw, Name: "Root", Role: publicauth.RoleAdmin, Verified: true,
+		}); err != nil {
+			t.Fatal(err)
+		}
+		jo := e.register(t, "jo@example.com", pw, "Jo")
+		admin, user := e.login(t, "root@example.com", pw), e.login(t, jo.Email, pw)
+		path := "/api/admin/users/" + jo.ID
+
+		res := e.do(t, http.MethodPatch, path, "application/json", `{"status": "disabled"}`, admin)
+		wantStatus(t, res, http.StatusOK)
+		if got := res.json(t); got["status"] != publicauth.StatusDisabled {
+			t.Errorf("PATCH answered %s, want status disabled", res.body)
+		}
+		wantStatus(t, e.do(t, http.MethodGet, "/api/public/session", "", "", user), http.StatusUnauthorized)
+		login := e.postJSON(t, "/api/public/login", map[string]string{"email": jo.Email, "password": pw})
+		wantStatus(t, login, http.StatusForbidden)
+
+		res = e.do(t, http.MethodPatch, path, "application/json", `{"status": "active", "requirePin": false}`, admin)
+		wantStatus(t, res, http.StatusOK)
+		if got := res.json(t); got["status"] != publicauth.StatusActive {
+			t.Errorf("PATCH answered %s, want status active", res.body)
+		}
+		// The session was ended, not only refused while the account was disabled.
+		wantStatus(t, e.do(t, http.MethodGet, "/api/public/session", "", "", user), http.StatusUnauthorized)
+		e.login(t, jo.Email, pw)
+	})
+}
