@@ -51,7 +51,9 @@ type Registration struct {
 // (PasswordAdded). Otherwise nothing changes yet: a link of PurposeLinkPassword carrying
 // the password's hash, superseding older ones, is mailed in the background to the address,
 // and opening it (VerifyEmail) adds the password. That mail counts against the
-// per-account mail limit: over it, a *RateLimitError and no mail.
+// per-account mail limit: over it, a *RateLimitError and no mail. Either way, adding the
+// password ends every session of the account, the caller's too, and revokes its tokens
+// and consents (addPassword).
 //
 // Any other email in use, compared case-insensitively (an account with a password, or an
 // inactive one), yields ErrEmailTaken. The name of an existing account is left as it is.
