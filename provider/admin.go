@@ -255,6 +255,29 @@ func (p *Provider) CreateUser(ctx context.Context, spec UserSpec) (UserInfo, err
 // SetUserRequirePIN turns the PIN gate of an existing user on or off. user is the user's
 // id or email address; ErrUserNotFound when neither names a user.
 func (p *Provider) SetUserRequirePIN(ctx context.Context, user string, on bool) (UserInfo, error) {
+	return p.UpdateUser(ctx, user, UserUpdate{RequirePIN: &on})
+}
+
+// SetUserDisabled disables an existing user (disabled true) or enables it again; see
+// UserUpdate.Disabled. user is the user's id or email address; ErrUserNotFound when
+// neither names a user.
+func (p *Provider) SetUserDisabled(ctx context.Context, user string, disabled bool) (UserInfo, error) {
+	return p.UpdateUser(ctx, user, UserUpdate{Disabled: &disabled})
+}
+
+// UserUpdate is what UpdateUser changes on a user: each field that is not nil.
+type UserUpdate struct {
+	// RequirePIN turns the user's PIN gate on or off.
+	RequirePIN *bool
+	// Disabled true disables the account: it can no longer log in, and its sessions,
+	// access tokens, refresh tokens and consents are revoked in one transaction with the
+	// change. False enables it again, and revokes nothing.
+	Disabled *bool
+}
+
+// UpdateUser applies up to the user that user names by id or email address, in one
+// transaction, and returns the user; ErrUserNotFound when neither names a user.
+func (p *Provider) UpdateUser(ctx context.Context, user string, up UserUpdate) (UserInfo, error) {
 	u, err := p.store.UserByID(ctx, user)
 	if errors.Is(err, publicauth.ErrUserNotFound) {
 		u, err = p.store.UserByEmail(ctx, user)
@@ -262,7 +285,15 @@ func (p *Provider) SetUserRequirePIN(ctx context.Context, user string, on bool) 
 	if err != nil {
 		return UserInfo{}, err
 	}
-	if u, err = p.auth.SetRequirePIN(ctx, u.ID, on); err != nil {
+	change := publicauth.AccountChange{RequirePIN: up.RequirePIN}
+	if up.Disabled != nil {
+		status := publicauth.StatusActive
+		if *up.Disabled {
+			status = publicauth.StatusDisabled
+		}
+		change.Status = &status
+	}
+	if u, err = p.auth.ChangeAccount(ctx, u.ID, change); err != nil {
 		return UserInfo{}, err
 	}
 	return userInfo(u), nil

@@ -34,7 +34,8 @@ func (s *Service) Admin(r *http.Request) (*User, error) {
 // adminUserRequest is the body of PATCH /api/admin/users/{userId}: the settings to change,
 // each optional.
 type adminUserRequest struct {
-	RequirePIN *bool `json:"requirePin"`
+	RequirePIN *bool   `json:"requirePin"`
+	Status     *string `json:"status"`
 }
 
 // adminUserView is a user as the admin API shows it: the session view plus admin settings.
@@ -45,7 +46,10 @@ type adminUserView struct {
 
 // adminUpdateUser serves PATCH /api/admin/users/{userId} for admins (Admin: 401 without a
 // session, 403 for a non-admin): {"requirePin": true|false} turns the user's PIN gate on or
-// off. 200 with the user; 400 for a body that changes nothing; 404 for an unknown user.
+// off, {"status": "active"|"disabled"} enables or disables the account (disabling ends its
+// sessions and revokes its tokens and consents); both may come in one request, applied
+// together. 200 with the user; 400 for a body that changes nothing or an unknown status;
+// 404 for an unknown user.
 func (h *handlers) adminUpdateUser(w http.ResponseWriter, r *http.Request) {
 	if _, err := h.s.Admin(r); err != nil {
 		h.s.writeError(w, r, err)
@@ -56,11 +60,11 @@ func (h *handlers) adminUpdateUser(w http.ResponseWriter, r *http.Request) {
 		h.s.writeError(w, r, err)
 		return
 	}
-	if req.RequirePIN == nil {
-		h.s.writeError(w, r, &InputError{Field: "requirePin", Reason: "is required"})
+	if req.RequirePIN == nil && req.Status == nil {
+		h.s.writeError(w, r, &InputError{Field: "requirePin or status", Reason: "is required"})
 		return
 	}
-	u, err := h.s.SetRequirePIN(r.Context(), mux.Vars(r)["userId"], *req.RequirePIN)
+	u, err := h.s.ChangeAccount(r.Context(), mux.Vars(r)["userId"], AccountChange{RequirePIN: req.RequirePIN, Status: req.Status})
 	if err != nil {
 		h.s.writeError(w, r, err)
 		return

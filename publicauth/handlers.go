@@ -28,7 +28,8 @@ type loginRequest struct {
 // register serves POST /api/public/register with the registration response: 201 for a new
 // account (and a verification mail); for the email of a social-only account
 // (isAccountLinking) 200 once the password is added (the request carries that account's
-// `public-session`) or 202 when a mailed link must confirm it first; the 202 shows only the
+// `public-session`, which adding the password ends: the caller logs in again) or 202 when
+// a mailed link must confirm it first; the 202 shows only the
 // email and name the caller sent, no id, role or login methods of the account. 400 for a refused
 // field, 409 when the email is taken, 415 for a body that is not JSON, 429 over the per-IP
 // limit or the per-account mail limit.

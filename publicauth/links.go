@@ -74,7 +74,8 @@ type VerifiedEmail struct {
 }
 
 // VerifyEmail consumes an email verification token and marks the address it was sent to
-// verified. A token that is unknown, used, expired or sent to an address the account no
+// verified; a first verification ends every session of the account and revokes its tokens
+// and consents, in the same transaction (markVerified). A token that is unknown, used, expired or sent to an address the account no
 // longer has yields ErrInvalidToken.
 func (s *Service) VerifyEmail(ctx context.Context, token string) (VerifiedEmail, error) {
 	var v VerifiedEmail
@@ -234,8 +235,9 @@ func (s *Service) RequestPasswordReset(ctx context.Context, email string) error 
 // ResetPassword sets a new password with a reset token. The password must pass the password
 // rule, including not containing the account's address (*InputError; the token is not spent
 // then). In one transaction it consumes the
-// token, sets the password, marks the address verified (the link proved it) and ends every
-// session of the user; it also clears the account's failed logins. A bad token yields
+// token, sets the password, marks the address verified (the link proved it), ends every
+// session of the user and revokes every token and consent the user granted to clients
+// (revokeAccess); it also clears the account's failed logins. A bad token yields
 // ErrInvalidToken; an inactive account ErrAccountDisabled.
 func (s *Service) ResetPassword(ctx context.Context, token, password string) (*User, error) {
 	if err := checkPassword(password); err != nil {
@@ -267,7 +269,7 @@ func (s *Service) ResetPassword(ctx context.Context, token, password string) (*U
 		if u, err = s.store.ChangeUser(ctx, u.ID, UserChange{PasswordHash: &hash, EmailVerified: &verified}); err != nil {
 			return fmt.Errorf("publicauth: update user: %w", err)
 		}
-		return s.EndAllSessions(ctx, u.ID)
+		return s.revokeAccess(ctx, u.ID)
 	})
 	if err != nil {
 		return nil, err
@@ -325,7 +327,9 @@ func (s *Service) consumeLink(ctx context.Context, token string, purposes ...str
 	return t, u, nil
 }
 
-// markVerified marks u's address verified unless it already is.
+// markVerified marks u's address verified unless it already is. A first verification also
+// revokes everything issued for the account (revokeAccess): until then anyone could have
+// registered the address, and only now has its owner shown up. Run it inside a transaction.
 func (s *Service) markVerified(ctx context.Context, u *User) error {
 	if u.EmailVerified {
 		return nil
@@ -336,7 +340,7 @@ func (s *Service) markVerified(ctx context.Context, u *User) error {
 		return fmt.Errorf("publicauth: update user: %w", err)
 	}
 	*u = *changed
-	return nil
+	return s.revokeAccess(ctx, u.ID)
 }
 
 // prepareLink counts a mail of the purpose against the per-account limit, stores a new

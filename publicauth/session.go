@@ -152,6 +152,18 @@ func (s *Service) EndAllSessions(ctx context.Context, userID string) error {
 	return nil
 }
 
+// revokeAccess ends every session of the user and revokes every token and consent the user
+// granted to clients. Callers run it inside the transaction of the change that asks for it
+// (a password set or reset, an address verified for the first time, the account disabled),
+// so the change and the revocation commit together or not at all: whoever held the account
+// before the change keeps nothing that was issued to them.
+func (s *Service) revokeAccess(ctx context.Context, userID string) error {
+	if err := s.store.RevokeUserGrants(ctx, userID); err != nil {
+		return fmt.Errorf("publicauth: revoke grants of user: %w", err)
+	}
+	return s.EndAllSessions(ctx, userID)
+}
+
 // newToken returns a fresh random 256-bit token, base64url without padding.
 func (s *Service) newToken() (string, error) {
 	b := make([]byte, tokenBytes)

@@ -31,6 +31,15 @@ type UserChange struct {
 	PasswordHash  *string
 	EmailVerified *bool
 	RequirePIN    *bool
+	Status        *string
+}
+
+// GrantStore revokes what a user has granted to client applications.
+type GrantStore interface {
+	// RevokeUserGrants revokes every access token, refresh token, unused authorization code
+	// and consent of the user, at every client. Inside a transaction it is part of it:
+	// nothing is revoked unless the transaction commits.
+	RevokeUserGrants(ctx context.Context, userID string) error
 }
 
 // SessionStore persists login sessions.
@@ -51,6 +60,7 @@ type SessionStore interface {
 type Store interface {
 	UserStore
 	SessionStore
+	GrantStore
 	TokenStore
 	PINStore
 	RedirectURIs

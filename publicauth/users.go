@@ -51,7 +51,9 @@ type Registration struct {
 // (PasswordAdded). Otherwise nothing changes yet: a link of PurposeLinkPassword carrying
 // the password's hash, superseding older ones, is mailed in the background to the address,
 // and opening it (VerifyEmail) adds the password. That mail counts against the
-// per-account mail limit: over it, a *RateLimitError and no mail.
+// per-account mail limit: over it, a *RateLimitError and no mail. Either way, adding the
+// password ends every session of the account, the caller's too, and revokes its tokens
+// and consents (addPassword).
 //
 // Any other email in use, compared case-insensitively (an account with a password, or an
 // inactive one), yields ErrEmailTaken. The name of an existing account is left as it is.
@@ -112,6 +114,8 @@ var errHasPassword = errors.New("publicauth: the account already has a password"
 
 // addPassword gives u, which must have no password yet (else errHasPassword), the password
 // hash and marks its address verified: both ways of adding a password prove the address.
+// Like every credential change it ends the user's sessions and revokes their tokens and
+// consents (revokeAccess); run it inside a transaction.
 func (s *Service) addPassword(ctx context.Context, u *User, hash string) error {
 	if u.PasswordHash != "" {
 		return errHasPassword
@@ -125,7 +129,7 @@ func (s *Service) addPassword(ctx context.Context, u *User, hash string) error {
 		return fmt.Errorf("publicauth: update user: %w", err)
 	}
 	*u = *changed
-	return nil
+	return s.revokeAccess(ctx, u.ID)
 }
 
 // CreateUser creates an account with the given role and verification state, for operators
@@ -274,15 +278,52 @@ func (s *Service) UserByID(ctx context.Context, id string) (*User, error) {
 // SetRequirePIN turns the PIN gate of the user on or off (the CLI's and the admin API's
 // switch) and returns the updated account, or ErrUserNotFound.
 func (s *Service) SetRequirePIN(ctx context.Context, userID string, on bool) (*User, error) {
-	u, err := s.store.UserByID(ctx, userID)
+	return s.ChangeAccount(ctx, userID, AccountChange{RequirePIN: &on})
+}
+
+// AccountChange is what an operator changes on an account (the admin API, the CLI): each
+// field that is not nil.
+type AccountChange struct {
+	// RequirePIN turns the user's PIN gate on or off.
+	RequirePIN *bool
+	// Status is StatusActive or StatusDisabled.
+	Status *string
+}
+
+// ChangeAccount applies c to the user in one transaction and returns the updated account;
+// ErrUserNotFound for no such user, an *InputError for a Status other than StatusActive or
+// StatusDisabled. Disabling an active account also ends its sessions and revokes its tokens
+// and consents (revokeAccess), in the same transaction; enabling it again revokes nothing.
+func (s *Service) ChangeAccount(ctx context.Context, userID string, c AccountChange) (*User, error) {
+	if c.Status != nil && *c.Status != StatusActive && *c.Status != StatusDisabled {
+		return nil, &InputError{Field: "status", Reason: "must be " + StatusActive + " or " + StatusDisabled}
+	}
+	var u *User
+	err := s.inTx(ctx, func(ctx context.Context) error {
+		var err error
+		if u, err = s.store.UserByID(ctx, userID); err != nil {
+			return fmt.Errorf("publicauth: load user: %w", err)
+		}
+		var change UserChange
+		if c.RequirePIN != nil && *c.RequirePIN != u.RequirePIN {
+			change.RequirePIN = c.RequirePIN
+		}
+		if c.Status != nil && *c.Status != u.Status {
+			change.Status = c.Status
+		}
+		if change == (UserChange{}) {
+			return nil
+		}
+		if u, err = s.store.ChangeUser(ctx, userID, change); err != nil {
+			return fmt.Errorf("publicauth: update user: %w", err)
+		}
+		if change.Status != nil && *change.Status == StatusDisabled {
+			return s.revokeAccess(ctx, userID)
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("publicauth: load user: %w", err)
-	}
-	if u.RequirePIN == on {
-		return u, nil
-	}
-	if u, err = s.store.ChangeUser(ctx, u.ID, UserChange{RequirePIN: &on}); err != nil {
-		return nil, fmt.Errorf("publicauth: update user: %w", err)
+		return nil, err
 	}
 	return u, nil
 }

@@ -176,23 +176,39 @@ func (c *cli) userCreate(ctx context.Context, args []string) int {
 }
 
 func (c *cli) userUpdate(ctx context.Context, args []string) int {
-	cmd := newCommand("user update", "gatehouse user update --user ID|EMAIL --require-pin=true|false [flags]",
+	cmd := newCommand("user update", "gatehouse user update --user ID|EMAIL [--require-pin=true|false] [--disabled=true|false] [flags]",
 		"Changes an existing user and prints it as JSON. --require-pin turns the PIN gate on or\n"+
-			"off for that user.")
-	var user, requirePIN string
+			"off for that user. --disabled=true disables the account: it can no longer log in, and\n"+
+			"its sessions, access tokens, refresh tokens and consents are revoked at once;\n"+
+			"--disabled=false enables it again (nothing revoked comes back).")
+	var user, requirePIN, disabled string
 	cmd.str(&user, "user", "ID|EMAIL", "", "the user's id or email address (required)")
 	cmd.str(&requirePIN, "require-pin", "true|false", "", "ask for a PIN sent by mail after each password or magic-link login")
+	cmd.str(&disabled, "disabled", "true|false", "", "disable the account and revoke everything issued to it, or enable it again")
 	a := addAdminFlags(cmd)
 	return c.execute(ctx, cmd, args, func(ctx context.Context) error {
 		if user == "" {
 			return usageError("--user is required")
 		}
-		on, err := strconv.ParseBool(requirePIN)
-		if err != nil {
-			return usageError("--require-pin must be true or false")
+		if requirePIN == "" && disabled == "" {
+			return usageError("--require-pin or --disabled is required")
+		}
+		var up provider.UserUpdate
+		for _, f := range []struct {
+			name, value string
+			dst         **bool
+		}{{"require-pin", requirePIN, &up.RequirePIN}, {"disabled", disabled, &up.Disabled}} {
+			if f.value == "" {
+				continue
+			}
+			on, err := strconv.ParseBool(f.value)
+			if err != nil {
+				return usageError("--%s must be true or false", f.name)
+			}
+			*f.dst = &on
 		}
 		return c.withProvider(ctx, a, func(p *provider.Provider) error {
-			u, err := p.SetUserRequirePIN(ctx, user, on)
+			u, err := p.UpdateUser(ctx, user, up)
 			if errors.Is(err, provider.ErrUserNotFound) {
 				return fmt.Errorf("no user with id or email %q", user)
 			}

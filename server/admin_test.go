@@ -158,8 +158,18 @@ func testAdminCommands(t *testing.T, dsn string, env map[string]string) {
 	if user["requirePin"] != false {
 		t.Errorf("user create without --require-pin: got %v, want requirePin false", user)
 	}
+	// --disabled disables the account and enables it again, together with --require-pin.
+	decodeJSON(t, mustRun(t, env, "user", "update", "--user", "pin@example.com", "--disabled=true", "--require-pin=false"), &updated)
+	if updated["status"] != "disabled" || updated["requirePin"] != false {
+		t.Errorf("user update --disabled=true --require-pin=false: got %v, want status disabled and requirePin false", updated)
+	}
+	decodeJSON(t, mustRun(t, env, "user", "update", "--user", "pin@example.com", "--disabled=false"), &updated)
+	if updated["status"] != "active" {
+		t.Errorf("user update --disabled=false: got %v, want status active", updated)
+	}
 	for _, args := range [][]string{
 		{"user", "update", "--user", "pin@example.com", "--require-pin", "maybe"},
+		{"user", "update", "--user", "pin@example.com", "--disabled", "maybe"},
 		{"user", "update", "--user", "pin@example.com"},
 		{"user", "update", "--require-pin=true"},
 	} {

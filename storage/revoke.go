@@ -14,16 +14,46 @@ import (
 // expire. Revoking when there is nothing to revoke is not an error.
 func (s *Store) RevokeTokensOf(ctx context.Context, subject, clientID string) error {
 	return s.inTx(ctx, func(tx *gorm.DB) error {
-		err := tx.Where("subject = ? AND client_id = ?", subject, clientID).Delete(&accessTokenModel{}).Error
-		if err != nil {
-			return fmt.Errorf("storage: revoke access tokens of subject: %w", err)
+		return revokeTokens(tx, "subject = ? AND client_id = ?", subject, clientID)
+	})
+}
+
+// RevokeUserGrants revokes everything userID has granted at every client, for example after
+// a password change or when the account is disabled: in one transaction (a savepoint inside
+// the transaction ctx carries, so it commits or rolls back with the change that asked for
+// it) it deletes the user's access tokens, marks the user's refresh tokens and unused
+// authorization codes inactive (a later use counts as reuse and revokes its grant), and
+// deletes the user's consents, so every client asks again. Revoking when there is nothing
+// to revoke is not an error. It implements publicauth.GrantStore.
+func (s *Store) RevokeUserGrants(ctx context.Context, userID string) error {
+	return s.inTx(ctx, func(tx *gorm.DB) error {
+		if err := revokeTokens(tx, "subject = ?", userID); err != nil {
+			return err
 		}
-		err = tx.Model(&refreshTokenModel{}).
-			Where("subject = ? AND client_id = ? AND active = ?", subject, clientID, true).
+		err := tx.Model(&authorizationCodeModel{}).
+			Where("subject = ? AND active = ?", userID, true).
 			Update("active", false).Error
 		if err != nil {
-			return fmt.Errorf("storage: revoke refresh tokens of subject: %w", err)
+			return fmt.Errorf("storage: revoke authorization codes of user: %w", err)
+		}
+		if err := tx.Where("user_id = ?", userID).Delete(&consentModel{}).Error; err != nil {
+			return fmt.Errorf("storage: revoke consents of user: %w", err)
 		}
 		return nil
 	})
+}
+
+// revokeTokens deletes the access tokens and deactivates the active refresh tokens whose
+// rows match the condition where (with its args), on tx.
+func revokeTokens(tx *gorm.DB, where string, args ...any) error {
+	if err := tx.Where(where, args...).Delete(&accessTokenModel{}).Error; err != nil {
+		return fmt.Errorf("storage: revoke access tokens: %w", err)
+	}
+	err := tx.Model(&refreshTokenModel{}).
+		Where(where, args...).Where("active = ?", true).
+		Update("active", false).Error
+	if err != nil {
+		return fmt.Errorf("storage: revoke refresh tokens: %w", err)
+	}
+	return nil
 }

@@ -167,6 +167,9 @@ func (s *Store) ChangeUser(ctx context.Context, id string, c publicauth.UserChan
 	if c.RequirePIN != nil {
 		cols["require_pin"] = *c.RequirePIN
 	}
+	if c.Status != nil {
+		cols["status"] = *c.Status
+	}
 	var affected int64
 	err := s.guarded(ctx, func(db *gorm.DB) error {
 		res := db.Model(&userModel{}).Where("id = ?", id).Updates(cols)

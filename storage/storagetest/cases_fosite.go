@@ -384,3 +384,65 @@ func testNilSessionPrototype(t *testing.T, s *storage.Store) {
 		}
 	}
 }
+
+// testRevokeUserGrants: RevokeUserGrants revokes the access and refresh tokens, the unused
+// authorization codes and the consents of one user at every client, and nothing of another
+// user; inside a transaction that rolls back it revokes nothing.
+func testRevokeUserGrants(t *testing.T, s *storage.Store) {
+	ctx := context.Background()
+	a := mustCreateClient(t, s, "a")
+	b := mustCreateClient(t, s, "b")
+	victim := mustCreateUser(t, s, "victim@example.com")
+	other := mustCreateUser(t, s, "other@example.com")
+	grants := []struct {
+		name    string
+		client  *storage.Client
+		subject string
+		revoked bool
+	}{
+		{"victim@a", a, victim.ID, true},
+		{"victim@b", b, victim.ID, true},
+		{"other@a", a, other.ID, false},
+	}
+	for _, g := range grants {
+		req := newRequest(t, g.client, g.subject, t0)
+		mustNoErr(t, "create code", s.CreateAuthorizeCodeSession(ctx, "code-"+g.name, req))
+		mustNoErr(t, "create access token", s.CreateAccessTokenSession(ctx, "at-"+g.name, req))
+		mustNoErr(t, "create refresh token", s.CreateRefreshTokenSession(ctx, "rt-"+g.name, "at-"+g.name, req))
+		mustNoErr(t, "save consent", s.SaveConsent(ctx, &storage.Consent{
+			UserID: g.subject, ClientID: g.client.ID, Scopes: []string{"openid"}, GrantedAt: t0,
+		}))
+	}
+	// check asserts every grant intact, except that with applied the victim's are revoked.
+	check := func(when string, applied bool) {
+		t.Helper()
+		for _, g := range grants {
+			var wantCode, wantAT, wantRT, wantConsent error
+			if applied && g.revoked {
+				wantCode, wantAT, wantRT, wantConsent = fosite.ErrInvalidatedAuthorizeCode, fosite.ErrNotFound, fosite.ErrInactiveToken, storage.ErrNotFound
+			}
+			_, err := s.GetAuthorizeCodeSession(ctx, "code-"+g.name, newSession())
+			checkErr(t, when+": code "+g.name, err, wantCode)
+			_, err = s.GetAccessTokenSession(ctx, "at-"+g.name, newSession())
+			checkErr(t, when+": access token "+g.name, err, wantAT)
+			_, err = s.GetRefreshTokenSession(ctx, "rt-"+g.name, newSession())
+			checkErr(t, when+": refresh token "+g.name, err, wantRT)
+			_, err = s.ConsentFor(ctx, g.subject, g.client.ID)
+			checkErr(t, when+": consent "+g.name, err, wantConsent)
+		}
+	}
+
+	// Inside a transaction that fails afterwards, the revocation rolls back with it.
+	failed := errors.New("the change failed")
+	err := inTx(ctx, s, func(ctx context.Context) error {
+		mustNoErr(t, "RevokeUserGrants in a transaction", s.RevokeUserGrants(ctx, victim.ID))
+		return failed
+	})
+	checkErr(t, "transaction", err, failed)
+	check("after a rolled-back transaction", false)
+
+	err = inTx(ctx, s, func(ctx context.Context) error { return s.RevokeUserGrants(ctx, victim.ID) })
+	mustNoErr(t, "committed RevokeUserGrants", err)
+	check("after a committed transaction", true)
+	mustNoErr(t, "RevokeUserGrants again", s.RevokeUserGrants(ctx, victim.ID))
+}

@@ -166,6 +166,7 @@ func testMissingRows(t *testing.T, s *storage.Store) {
 		}, fosite.ErrNotFound},
 		{"ClientAssertionJWTValid", func() error { return s.ClientAssertionJWTValid(ctx, "nope") }, nil},
 		{"RevokeTokensOf", func() error { return s.RevokeTokensOf(ctx, "nope", "nope") }, nil},
+		{"RevokeUserGrants", func() error { return s.RevokeUserGrants(ctx, "nope") }, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -39,6 +39,7 @@ func Run(t *testing.T, open func(t *testing.T) *storage.Store) {
 		{"DeleteClientCascades", testDeleteClientCascade},
 		{"ClientMemo", testClientMemo},
 		{"RevokeTokensOf", testRevokeTokensOf},
+		{"RevokeUserGrants", testRevokeUserGrants},
 	}
 	cases = append(cases, publicAuthCases()...)
 	cases = append(cases, permissionCases()...)
