@@ -40,14 +40,14 @@ func TestSocialLoginLookAlikeEmailTakesNoAccount(t *testing.T) {
 				ar := rp.start(oauth2.SetAuthURLParam("provider", "google"))
 				tok := rp.exchange(t, ar, wantCode(t, e, ar, callback(t, br.get(t, ar.String()), rpRedirectURI)))
 				if tok.claims["sub"] == existing.ID {
-					t.Fatalf("ID token: signed in as the account of %q through an upstream identity of %q", c.existing, c.upstream)
+					t.Fatalf("ID token: signed in as the account of %+q through an upstream identity of %+q", c.existing, c.upstream)
 				}
 				if tok.claims["email"] != c.upstream {
-					t.Errorf("ID token email: got %v, want %q", tok.claims["email"], c.upstream)
+					t.Errorf("ID token email: got %v, want %+q", tok.claims["email"], c.upstream)
 				}
 				linked, err := e.store.UserByIdentity(ctx, "google", sub)
 				if err != nil || linked.ID == existing.ID || linked.Email != c.upstream {
-					t.Errorf("identity %s: got user %+v (err %v), want a new account of %q", sub, linked, err, c.upstream)
+					t.Errorf("identity %s: got user %+v (err %v), want a new account of %+q", sub, linked, err, c.upstream)
 				}
 				wantLoginMethods(t, e, br, linked.ID, "google")
 				kept, err := e.store.UserByID(ctx, existing.ID)
