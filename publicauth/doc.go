@@ -1,5 +1,5 @@
 // Package publicauth authenticates the public users of a Gatehouse deployment: it owns user
-// accounts (argon2id password hashes, case-insensitive unique emails), the database-backed
+// accounts (argon2id password hashes, emails unique by EmailKey), the database-backed
 // cookie sessions `public-session` and `admin-session`, the one-time mail links (email
 // verification, magic link, password reset, password linking), the PIN gate, the rate limits and login
 // lockout, and the JSON endpoints under /api/public/*, /api/admin/login|logout and

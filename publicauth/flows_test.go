@@ -3,6 +3,7 @@ package publicauth_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -412,6 +413,28 @@ func TestResendVerification(t *testing.T) {
 				t.Errorf("VerifyEmail = %v, want ErrInvalidToken", err)
 			}
 		})
+
+		// An address Unicode case folding equals (the Kelvin sign) is another mailbox; one
+		// that differs in ASCII case is the same.
+		for _, c := range []struct {
+			original, changed string
+			want              error
+		}{
+			{"kip@example.com", "\u212Aip@example.com", publicauth.ErrInvalidToken},
+			{"kay@example.com", "KAY@Example.com", nil},
+		} {
+			t.Run(fmt.Sprintf("a link after the address became %+q", c.changed), func(t *testing.T) {
+				u := e.register(t, c.original, "correct horse battery", "Kip")
+				token := e.linkToken(t, c.original, publicauth.PathVerifyEmail)
+				u.Email = c.changed
+				if err := e.store.UpdateUser(ctx, u); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := e.svc.VerifyEmail(ctx, token); !errors.Is(err, c.want) {
+					t.Errorf("VerifyEmail = %v, want %v", err, c.want)
+				}
+			})
+		}
 	})
 }
 

@@ -24,6 +24,8 @@ func Describe(err error) (int, string) {
 		return reqErr.Status, reqErr.Message
 	case errors.As(err, &inputErr):
 		return http.StatusBadRequest, inputErr.Error()
+	case errors.Is(err, ErrInvalidEmail):
+		return http.StatusBadRequest, "email " + invalidEmailReason
 	case errors.Is(err, ErrInvalidCredentials):
 		return http.StatusUnauthorized, "invalid email or password"
 	case errors.Is(err, ErrSessionNotFound):

@@ -84,10 +84,10 @@ const maxLoginAttempts = 3
 // ErrEmailUnverifiedUpstream). Then, in this order:
 //
 //   - an identity already linked logs in to its user;
-//   - an account with the identity's email (compared case-insensitively) gets the identity
-//     linked when that account's email is verified, or when signedIn is that account (its
-//     owner proved the password first); else the login is refused with ErrLinkRefused and
-//     nothing changes;
+//   - an account whose email has the identity's EmailKey (the keys equal exactly, so a
+//     Unicode look-alike never matches) gets the identity linked when that account's email
+//     is verified, or when signedIn is that account (its owner proved the password first);
+//     else the login is refused with ErrLinkRefused and nothing changes;
 //   - otherwise a new social-only account is created: no password, email verified, role
 //     user, the provider as its one login method.
 //

@@ -16,9 +16,14 @@ const (
 	maxNameChars  = 200
 )
 
+// invalidEmailReason is the *InputError reason (and, after "email ", the JSON message) of
+// an address that is not usable.
+const invalidEmailReason = "must be a valid email address"
+
 // normalizeEmail trims email and checks that it is a single bare address (RFC 5322
-// addr-spec, as net/mail parses it): no display name, no angle brackets, no comments. It
-// returns the trimmed address as typed (case kept) or an *InputError for field "email".
+// addr-spec, as net/mail parses it): no display name, no angle brackets, no comments; and
+// that it has a key (EmailKey). It returns the trimmed address as typed (case kept), the
+// form stored and shown, or an *InputError for field "email".
 func normalizeEmail(email string) (string, error) {
 	email = strings.TrimSpace(email)
 	if email == "" {
@@ -29,7 +34,10 @@ func normalizeEmail(email string) (string, error) {
 	}
 	addr, err := mail.ParseAddress(email)
 	if err != nil || addr.Name != "" || addr.Address != email {
-		return "", &InputError{Field: "email", Reason: "must be a valid email address"}
+		return "", &InputError{Field: "email", Reason: invalidEmailReason}
+	}
+	if _, err := EmailKey(email); err != nil {
+		return "", &InputError{Field: "email", Reason: invalidEmailReason}
 	}
 	return email, nil
 }

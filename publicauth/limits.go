@@ -88,11 +88,17 @@ func (s *Service) hit(ctx context.Context, key string, rate Rate) error {
 	return nil
 }
 
-// lockoutKey is the limiter key of the failed logins of an email: the hex SHA-256 of the
-// trimmed, lower-cased address, so the limiter (Redis) holds no addresses and the key is
-// the same whether or not an account has that email.
+// lockoutKey is the limiter key of the failed logins of an email: the hex SHA-256 of its
+// EmailKey, so the limiter (Redis) holds no addresses and the key is the same whether or
+// not an account has that email. An address without a key (no account can have it) is
+// limited by its trimmed bytes instead, exactly as an unknown address is: a key never
+// equals such bytes, since a key's own key is itself.
 func lockoutKey(email string) string {
-	sum := sha256.Sum256([]byte(strings.ToLower(strings.TrimSpace(email))))
+	key, err := EmailKey(email)
+	if err != nil {
+		key = strings.TrimSpace(email)
+	}
+	sum := sha256.Sum256([]byte(key))
 	return "login:" + hex.EncodeToString(sum[:])
 }
 

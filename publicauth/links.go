@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"strings"
 	"time"
 )
 
@@ -321,7 +320,7 @@ func (s *Service) consumeLink(ctx context.Context, token string, purposes ...str
 	if err != nil {
 		return nil, nil, fmt.Errorf("publicauth: load user: %w", err)
 	}
-	if !strings.EqualFold(t.Email, u.Email) {
+	if !sameEmail(t.Email, u.Email) {
 		return nil, nil, ErrInvalidToken
 	}
 	return t, u, nil

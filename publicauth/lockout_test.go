@@ -41,3 +41,40 @@ func TestLockoutHoldsUnderParallelGuesses(t *testing.T) {
 		}
 	})
 }
+
+// TestLockoutKeyedByEmailKey: the lockout of an address is shared by its ASCII case
+// variants and by nothing else, so failures on a Unicode look-alike (another mailbox) do
+// not lock its victim out; an address without a key locks like an unknown one.
+func TestLockoutKeyedByEmailKey(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
+		const lockout = 3
+		e := newEnv(t, b, publicauth.Config{Limits: publicauth.RateLimits{
+			PerIP:   publicauth.Rate{Limit: -1},
+			Lockout: publicauth.Rate{Limit: lockout, Window: time.Minute},
+		}})
+		const password = "correct horse battery"
+		e.register(t, "victim@gmail.com", password, "Victim")
+		login := func(email, pw string) int {
+			return e.postJSON(t, "/api/public/login", map[string]string{"email": email, "password": pw}).status
+		}
+		for _, email := range []string{"victim@gmaİl.com", "\u212Aim@gmail.com", "victim@ex_ample.com"} {
+			for i := range lockout {
+				if got := login(email, "wrong guess"); got != http.StatusUnauthorized {
+					t.Fatalf("wrong password #%d for %+q: status %d, want 401", i+1, email, got)
+				}
+			}
+			if got := login(email, "wrong guess"); got != http.StatusTooManyRequests {
+				t.Errorf("over the lockout for %+q: status %d, want 429", email, got)
+			}
+		}
+		if got := login("victim@gmail.com", password); got != http.StatusOK {
+			t.Fatalf("victim's login after failures on look-alikes: status %d, want 200", got)
+		}
+		for range lockout {
+			login("VICTIM@Gmail.COM", "wrong guess")
+		}
+		if got := login("victim@gmail.com", password); got != http.StatusTooManyRequests {
+			t.Errorf("login after failures on an ASCII case variant: status %d, want 429", got)
+		}
+	})
+}

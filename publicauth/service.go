@@ -88,7 +88,7 @@ type RateLimits struct {
 	// endpoints that answer the same whatever the account send nothing and still succeed; a
 	// PIN login and a registration that would mail a password linking link answer 429.
 	PerAccount Rate
-	// Lockout limits failed logins per account (keyed on the lower-cased email, whether or
+	// Lockout limits failed logins per account (keyed on the email's EmailKey, whether or
 	// not an account has it): default 10 per 15 minutes. The next login, even with the right
 	// password, answers 429 until the window ends.
 	Lockout Rate

@@ -7,17 +7,17 @@ import (
 
 // UserStore persists user accounts.
 type UserStore interface {
-	// CreateUser inserts u. It returns ErrEmailTaken when another user has the same email
-	// compared case-insensitively.
+	// CreateUser inserts u. It returns ErrEmailTaken when another user's email has the same
+	// EmailKey.
 	CreateUser(ctx context.Context, u *User) error
 	// UserByID returns the user with that id, or ErrUserNotFound.
 	UserByID(ctx context.Context, id string) (*User, error)
-	// UserByEmail returns the user whose email equals email case-insensitively, or
-	// ErrUserNotFound.
+	// UserByEmail returns the user whose email has the same EmailKey as email, or
+	// ErrUserNotFound (also when email has no key).
 	UserByEmail(ctx context.Context, email string) (*User, error)
 	// UpdateUser overwrites the stored user with u (matched by u.ID) and sets UpdatedAt.
 	// It returns ErrUserNotFound when there is no such user and ErrEmailTaken when the new
-	// email collides with another user's.
+	// email's EmailKey is another user's.
 	UpdateUser(ctx context.Context, u *User) error
 	// ChangeUser writes only the fields c sets on the user with that id, and its
 	// UpdatedAt, and returns the user as stored afterwards; ErrUserNotFound when there is no

@@ -26,7 +26,7 @@ const (
 type User struct {
 	// ID is an opaque UUID string; it is the `sub` of every token issued for the user.
 	ID string
-	// Email as the user typed it. Unique case-insensitively across all users.
+	// Email as the user typed it. Its EmailKey is unique across all users.
 	Email         string
 	EmailVerified bool
 	Name          string

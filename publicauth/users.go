@@ -55,7 +55,7 @@ type Registration struct {
 // password ends every session of the account, the caller's too, and revokes its tokens
 // and consents (addPassword).
 //
-// Any other email in use, compared case-insensitively (an account with a password, or an
+// Any other email in use, compared by EmailKey (an account with a password, or an
 // inactive one), yields ErrEmailTaken. The name of an existing account is left as it is.
 func (s *Service) Register(ctx context.Context, email, password, name string, signedIn *User) (Registration, error) {
 	u, err := s.newUser(ctx, UserInput{Email: email, Password: password, Name: name, Role: RoleUser})
@@ -201,7 +201,7 @@ func (s *Service) newUser(ctx context.Context, in UserInput) (*User, error) {
 // timing tells whether the account exists. ErrAccountDisabled is returned for an account
 // that is not active, and only once the password matched.
 //
-// Every attempt counts against the lockout of the email (lower-cased, whether or not an
+// Every attempt counts against the lockout of the email (its EmailKey, whether or not an
 // account has it) before the password is checked; once Config.Limits.Lockout is reached,
 // Authenticate answers a *RateLimitError without checking the password, until the window
 // ends. A successful login clears the count, so only failures add up.

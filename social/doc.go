@@ -72,10 +72,11 @@
 // # Accounts
 //
 // A sign-in with an identity already linked logs in to its user. An unknown identity whose
-// email belongs to an account links to it only when that account's email is verified, or
-// when the browser is already signed in to that very account (the owner proved the password
-// first); otherwise a refusal page says to sign in with the password first, and nothing is
-// linked. Else a new social-only account is created. See publicauth.Identities.Login.
+// email belongs to an account (the same publicauth.EmailKey) links to it only when that
+// account's email is verified, or when the browser is already signed in to that very
+// account (the owner proved the password first); otherwise a refusal page says to sign in
+// with the password first, and nothing is linked. Else a new social-only account is
+// created. See publicauth.Identities.Login.
 //
 // A social-only account gets a password through registration with its email
 // (publicauth.Service.Register, isAccountLinking): at once right after a sign-in here, whose

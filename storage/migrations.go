@@ -18,6 +18,7 @@ func migrations() []migration {
 		{version: 4, name: "linked social and upstream identities", up: func(tx *gorm.DB, d dialect) error {
 			return execAll(tx, d, schemaV4())
 		}},
+		{version: 5, name: "email keys: ASCII case folding and IDNA domains", up: rekeyEmails},
 		{version: 6, name: "clients registered as resource servers", up: func(tx *gorm.DB, d dialect) error {
 			return execAll(tx, d, schemaV6())
 		}},

@@ -3,20 +3,23 @@ package storage
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/gatehouse-id/gatehouse/publicauth"
 	"gorm.io/gorm"
 )
 
-// emailKey is the form of an email the unique index compares: lower-cased.
-func emailKey(email string) string { return strings.ToLower(email) }
-
-func userToModel(u *publicauth.User) *userModel {
+// userToModel converts u; its email_lower column is the unique index's key,
+// publicauth.EmailKey of the email, and an email without a key is an error wrapping
+// publicauth.ErrInvalidEmail.
+func userToModel(u *publicauth.User) (*userModel, error) {
+	key, err := publicauth.EmailKey(u.Email)
+	if err != nil {
+		return nil, err
+	}
 	return &userModel{
 		ID:              u.ID,
 		Email:           u.Email,
-		EmailLower:      emailKey(u.Email),
+		EmailLower:      key,
 		EmailVerified:   u.EmailVerified,
 		Name:            u.Name,
 		PasswordHash:    u.PasswordHash,
@@ -26,7 +29,7 @@ func userToModel(u *publicauth.User) *userModel {
 		SocialProviders: u.SocialProviders,
 		CreatedAt:       utc(u.CreatedAt),
 		UpdatedAt:       utc(u.UpdatedAt),
-	}
+	}, nil
 }
 
 func (m *userModel) toUser() *publicauth.User {
@@ -46,9 +49,10 @@ func (m *userModel) toUser() *publicauth.User {
 }
 
 // CreateUser inserts u, setting u.CreatedAt and u.UpdatedAt to now when they are zero. It
-// returns publicauth.ErrEmailTaken when another user has the same email compared
-// case-insensitively (also when the other user is being inserted concurrently: the unique
-// index on the lower-cased email decides), and ErrConflict when a user with u.ID exists.
+// returns publicauth.ErrEmailTaken when another user's email has the same
+// publicauth.EmailKey (also when the other user is being inserted concurrently: the unique
+// index on the key decides), ErrConflict when a user with u.ID exists, and an error
+// wrapping publicauth.ErrInvalidEmail when u's email has no key.
 // It implements publicauth.UserStore.
 func (s *Store) CreateUser(ctx context.Context, u *publicauth.User) error {
 	now := s.nowUTC()
@@ -58,7 +62,11 @@ func (s *Store) CreateUser(ctx context.Context, u *publicauth.User) error {
 	if u.UpdatedAt.IsZero() {
 		u.UpdatedAt = now
 	}
-	err := s.guarded(ctx, func(db *gorm.DB) error { return db.Create(userToModel(u)).Error })
+	m, err := userToModel(u)
+	if err != nil {
+		return fmt.Errorf("storage: create user: %w", err)
+	}
+	err = s.guarded(ctx, func(db *gorm.DB) error { return db.Create(m).Error })
 	if err == nil {
 		return nil
 	}
@@ -88,11 +96,15 @@ func (s *Store) UserByID(ctx context.Context, id string) (*publicauth.User, erro
 	return m.toUser(), nil
 }
 
-// UserByEmail returns the user whose email equals email case-insensitively, or
-// publicauth.ErrUserNotFound.
+// UserByEmail returns the user whose email has the same publicauth.EmailKey as email, or
+// publicauth.ErrUserNotFound (also for an email without a key, which no user can have).
 func (s *Store) UserByEmail(ctx context.Context, email string) (*publicauth.User, error) {
+	key, err := publicauth.EmailKey(email)
+	if err != nil {
+		return nil, publicauth.ErrUserNotFound
+	}
 	var m userModel
-	if err := s.conn(ctx).Take(&m, "email_lower = ?", emailKey(email)).Error; err != nil {
+	if err := s.conn(ctx).Take(&m, "email_lower = ?", key).Error; err != nil {
 		if isNotFound(err) {
 			return nil, publicauth.ErrUserNotFound
 		}
@@ -105,15 +117,20 @@ func (s *Store) UserByEmail(ctx context.Context, email string) (*publicauth.User
 // CreatedAt and SocialProviders, and sets UpdatedAt (in the store and in u) to now.
 // SocialProviders is derived from the linked identities and kept in step by the identity
 // store alone, so a concurrent read-modify-write here cannot drop a provider. It returns
-// publicauth.ErrUserNotFound when there is no such user and publicauth.ErrEmailTaken when
-// the new email collides with another user's.
+// publicauth.ErrUserNotFound when there is no such user, publicauth.ErrEmailTaken when
+// the new email's key is another user's, and an error wrapping publicauth.ErrInvalidEmail
+// when it has none.
 func (s *Store) UpdateUser(ctx context.Context, u *publicauth.User) error {
+	key, err := publicauth.EmailKey(u.Email)
+	if err != nil {
+		return fmt.Errorf("storage: update user: %w", err)
+	}
 	now := s.nowUTC()
 	var affected int64
-	err := s.guarded(ctx, func(db *gorm.DB) error {
+	err = s.guarded(ctx, func(db *gorm.DB) error {
 		res := db.Model(&userModel{}).Where("id = ?", u.ID).Updates(map[string]any{
 			"email":          u.Email,
-			"email_lower":    emailKey(u.Email),
+			"email_lower":    key,
 			"email_verified": u.EmailVerified,
 			"name":           u.Name,
 			"password_hash":  u.PasswordHash,

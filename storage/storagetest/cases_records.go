@@ -203,6 +203,48 @@ func testUserEmailCaseInsensitive(t *testing.T, s *storage.Store) {
 	}
 }
 
+// testUserEmailLookAlikes pins the account takeover of issue 9: addresses that Unicode
+// lower-casing made equal to an existing one (U+0130 "İ", the Kelvin sign) are other
+// mailboxes, so they neither find the account nor count as taken; ASCII case still folds.
+func testUserEmailLookAlikes(t *testing.T, s *storage.Store) {
+	ctx := context.Background()
+	victim := mustCreateUser(t, s, "victim@gmail.com")
+	kim := mustCreateUser(t, s, "kim@example.com")
+	for _, email := range []string{"VICTIM@GMAIL.COM", "Victim@Gmail.com", " victim@gmail.com "} {
+		got, err := s.UserByEmail(ctx, email)
+		if err != nil || got.ID != victim.ID {
+			t.Errorf("UserByEmail(%q): got %v, %v; want the victim", email, got, err)
+		}
+	}
+	for _, email := range []string{"victim@gmaİl.com", "VICTIM@GMAİL.COM", "\u212Aim@example.com", "\u212AIM@EXAMPLE.COM"} {
+		if got, err := s.UserByEmail(ctx, email); !errors.Is(err, publicauth.ErrUserNotFound) {
+			t.Errorf("UserByEmail(%q): got %v, %v; want %v", email, got, err, publicauth.ErrUserNotFound)
+		}
+	}
+	if got, err := s.UserByEmail(ctx, "KIM@example.com"); err != nil || got.ID != kim.ID {
+		t.Errorf("UserByEmail(KIM@example.com): got %v, %v; want kim", got, err)
+	}
+	for _, email := range []string{"victim@gmaİl.com", "\u212Aim@example.com"} {
+		u := newUser(email)
+		mustNoErr(t, "CreateUser("+email+")", s.CreateUser(ctx, u))
+		got, err := s.UserByEmail(ctx, email)
+		if err != nil || got.ID != u.ID {
+			t.Errorf("UserByEmail(%q): got %v, %v; want its own account %q", email, got, err, u.ID)
+		}
+	}
+	got, err := s.UserByEmail(ctx, "victim@xn--gmail-bgd.com")
+	if err != nil || got.Email != "victim@gmaİl.com" {
+		t.Errorf("UserByEmail(A-label): got %v, %v; want the look-alike account by its IDNA key", got, err)
+	}
+	dup := newUser("VICTIM@XN--GMAIL-BGD.COM")
+	dup.ID = "another-id"
+	checkErr(t, "CreateUser(A-label of a taken U-label)", s.CreateUser(ctx, dup), publicauth.ErrEmailTaken)
+	checkErr(t, "CreateUser(no key)", s.CreateUser(ctx, newUser("victim@gmail..com")), publicauth.ErrInvalidEmail)
+	if _, err := s.UserByEmail(ctx, "victim@gmail..com"); !errors.Is(err, publicauth.ErrUserNotFound) {
+		t.Errorf("UserByEmail(no key): got error %v, want %v", err, publicauth.ErrUserNotFound)
+	}
+}
+
 func testUserUpdate(t *testing.T, s *storage.Store) {
 	ctx := context.Background()
 	mustCreateUser(t, s, "taken@example.com")

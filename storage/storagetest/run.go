@@ -17,6 +17,7 @@ func Run(t *testing.T, open func(t *testing.T) *storage.Store) {
 		{"ListClientsOrdered", testListClients},
 		{"MissingRows", testMissingRows},
 		{"UserEmailCaseInsensitive", testUserEmailCaseInsensitive},
+		{"UserEmailLookAlikesDistinct", testUserEmailLookAlikes},
 		{"UserUpdate", testUserUpdate},
 		{"TimeZonesStoredUTC", testTimeZones},
 		{"SessionExpiry", testSessionExpiry},
