@@ -39,3 +39,9 @@ func (s *Store) EmailKeyOf(ctx context.Context, id string) (string, error) {
 	err := s.conn(ctx).Take(&m, "id = ?", id).Error
 	return m.EmailLower, err
 }
+
+// LatestSchemaVersion is the version a fully migrated database is at.
+func LatestSchemaVersion() int {
+	ms := migrations()
+	return ms[len(ms)-1].version
+}
