@@ -24,7 +24,9 @@ var pageNames = []string{
 // nothing from other origins and forbids framing, no caching, no referrer.
 type pages struct {
 	byName map[string]*template.Template
-	css    []byte
+	// formPostPage is the built-in response_mode=form_post page (formpost.go).
+	formPostPage *template.Template
+	css          []byte
 }
 
 func newPages(dir string) (*pages, error) {
@@ -49,19 +51,29 @@ func newPages(dir string) (*pages, error) {
 		if err != nil {
 			return nil, err
 		}
-		t, err := template.New(name).Parse(string(layout))
-		if err == nil {
-			t, err = t.Parse(string(body))
+		if ps.byName[name], err = parsePage(name, string(layout), string(body)); err != nil {
+			return nil, err
 		}
-		if err != nil {
-			return nil, fmt.Errorf("template %s: %w", name, err)
-		}
-		ps.byName[name] = t
+	}
+	if ps.formPostPage, err = parsePage("form_post", string(layout), formPostBody); err != nil {
+		return nil, err
 	}
 	if ps.css, err = read("style.css"); err != nil {
 		return nil, err
 	}
 	return ps, nil
+}
+
+// parsePage parses a page's body over the shared layout.
+func parsePage(name, layout, body string) (*template.Template, error) {
+	t, err := template.New(name).Parse(layout)
+	if err == nil {
+		t, err = t.Parse(body)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("template %s: %w", name, err)
+	}
+	return t, nil
 }
 
 var pageTitles = map[string]string{
