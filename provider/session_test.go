@@ -240,6 +240,16 @@ func TestLogout(t *testing.T) {
 			}
 		})
 
+		t.Run("a valid hint of another user asks for confirmation", func(t *testing.T) {
+			bob := e.user(t, "bob-logout@example.com", "Bob Example")
+			_, bobTok := rp.signIn(t, e, e.browser(t), bob.Email)
+			br := e.browser(t)
+			rp.signIn(t, e, br, alice.Email)
+			query := url.Values{"id_token_hint": {bobTok.rawIDToken}, "post_logout_redirect_uri": {rpLogoutURI}, "state": {state}}
+			f := wantLogoutConfirmation(t, e, rp, br, br.get(t, e.issuer+"/api/oauth/logout?"+query.Encode()))
+			wantLoggedOut(t, e, rp, br, br.post(t, f.action, f.fields), rpLogoutURI+"?"+url.Values{"state": {state}}.Encode())
+		})
+
 		t.Run("without a session there is nothing to confirm", func(t *testing.T) {
 			query := url.Values{"client_id": {"webapp"}, "post_logout_redirect_uri": {rpLogoutURI}, "state": {state}}
 			p := e.browser(t).get(t, e.issuer+"/api/oauth/logout?"+query.Encode())
