@@ -17,16 +17,20 @@ import (
 //	DELETE /api/admin/users/{userId}/apps/{clientId}/permissions   admin
 //	GET    /api/admin/apps/{clientId}/permissions                  admin
 //	GET    /api/admin/audit                                        admin
+//
+// A change carrying a cookie is refused (403) when its Origin, or lacking it
+// Sec-Fetch-Site, names another origin than Config.BaseURL's (package internal/sameorigin).
 func (s *Service) Routes(r *mux.Router) {
 	h := &handlers{s: s}
+	guarded := func(f http.HandlerFunc) http.Handler { return s.sameOrigin.Wrap(f) }
 	const record = "/api/users/{userId}/apps/{clientId}/permissions"
 	const adminRecord = "/api/admin/users/{userId}/apps/{clientId}/permissions"
-	r.HandleFunc(record, h.get).Methods(http.MethodGet)
-	r.HandleFunc(record, h.put(opClientWrite)).Methods(http.MethodPut)
-	r.HandleFunc(record, h.revoke(opClientWrite)).Methods(http.MethodDelete)
-	r.HandleFunc("/api/users/{userId}/apps/{clientId}/request-access", h.requestAccess).Methods(http.MethodPost)
-	r.HandleFunc(adminRecord, h.put(opAdmin)).Methods(http.MethodPut)
-	r.HandleFunc(adminRecord, h.revoke(opAdmin)).Methods(http.MethodDelete)
-	r.HandleFunc("/api/admin/apps/{clientId}/permissions", h.listApp).Methods(http.MethodGet)
-	r.HandleFunc("/api/admin/audit", h.listAudit).Methods(http.MethodGet)
+	r.Handle(record, guarded(h.get)).Methods(http.MethodGet)
+	r.Handle(record, guarded(h.put(opClientWrite))).Methods(http.MethodPut)
+	r.Handle(record, guarded(h.revoke(opClientWrite))).Methods(http.MethodDelete)
+	r.Handle("/api/users/{userId}/apps/{clientId}/request-access", guarded(h.requestAccess)).Methods(http.MethodPost)
+	r.Handle(adminRecord, guarded(h.put(opAdmin))).Methods(http.MethodPut)
+	r.Handle(adminRecord, guarded(h.revoke(opAdmin))).Methods(http.MethodDelete)
+	r.Handle("/api/admin/apps/{clientId}/permissions", guarded(h.listApp)).Methods(http.MethodGet)
+	r.Handle("/api/admin/audit", guarded(h.listAudit)).Methods(http.MethodGet)
 }

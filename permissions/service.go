@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/gatehouse-id/gatehouse/internal/sameorigin"
 )
 
 // Config configures a Service.
@@ -21,6 +23,10 @@ type Config struct {
 	// that client are deleted and their refresh tokens deactivated, so the application
 	// must send the user through login again (and then reads the revoked record).
 	KeepTokensOnRevoke bool
+	// BaseURL is the deployment's absolute http(s) URL (the issuer). A PUT, POST or DELETE
+	// carrying a cookie (an admin session) is refused when its Origin, or lacking it
+	// Sec-Fetch-Site, names another origin (package internal/sameorigin). Required.
+	BaseURL string
 }
 
 // Page sizes of the listings.
@@ -60,15 +66,21 @@ type Service struct {
 	tokens Tokens
 	admins Admins
 	dir    Directory
-	clock  func() time.Time
-	random io.Reader
-	logger *slog.Logger
+	// sameOrigin guards the routes (Routes).
+	sameOrigin sameorigin.Guard
+	clock      func() time.Time
+	random     io.Reader
+	logger     *slog.Logger
 }
 
 // New returns a Service over its collaborators; none may be nil.
 func New(cfg Config, store Store, tokens Tokens, admins Admins, dir Directory, opts ...Option) (*Service, error) {
 	if store == nil || tokens == nil || admins == nil || dir == nil {
 		return nil, errors.New("permissions: New needs a Store, Tokens, Admins and Directory")
+	}
+	sameOrigin, ok := sameorigin.New(cfg.BaseURL)
+	if !ok {
+		return nil, fmt.Errorf("permissions: BaseURL must be an absolute http(s) URL, got %q", cfg.BaseURL)
 	}
 	var o options
 	for _, opt := range opts {
@@ -83,7 +95,7 @@ func New(cfg Config, store Store, tokens Tokens, admins Admins, dir Directory, o
 	if o.logger == nil {
 		o.logger = slog.Default()
 	}
-	return &Service{cfg: cfg, store: store, tokens: tokens, admins: admins, dir: dir,
+	return &Service{cfg: cfg, store: store, tokens: tokens, admins: admins, dir: dir, sameOrigin: sameOrigin,
 		clock: o.clock, random: o.random, logger: o.logger}, nil
 }
 

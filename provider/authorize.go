@@ -247,6 +247,14 @@ func (p *Provider) issue(w http.ResponseWriter, r *http.Request, ar fosite.Autho
 		return
 	}
 	resp.AddParameter("iss", p.cfg.Issuer)
+	if ar.GetResponseMode() == fosite.ResponseModeFormPost {
+		// fosite's own form_post page has no security headers and an inline script.
+		for name := range resp.GetHeader() {
+			w.Header().Set(name, resp.GetHeader().Get(name))
+		}
+		p.pages.formPost(w, ar.GetRedirectURI().String(), resp.GetParameters())
+		return
+	}
 	p.oauth.WriteAuthorizeResponse(ctx, w, ar, resp)
 }
 
@@ -367,12 +375,11 @@ func (p *Provider) authorizeError(w http.ResponseWriter, r *http.Request, ar fos
 		params.Set("state", state)
 	}
 	redirect := *ar.GetRedirectURI()
-	w.Header().Set("Cache-Control", "no-store")
 	if ar.GetResponseMode() == fosite.ResponseModeFormPost {
-		w.Header().Set("Content-Type", "text/html;charset=UTF-8")
-		fosite.WriteAuthorizeFormPostResponse(redirect.String(), params, fosite.DefaultFormPostTemplate, w)
+		p.pages.formPost(w, redirect.String(), params)
 		return
 	}
+	w.Header().Set("Cache-Control", "no-store")
 	q := redirect.Query()
 	for k, v := range params {
 		q[k] = v

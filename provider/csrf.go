@@ -1,46 +1,74 @@
 package provider
 
 import (
-	"crypto/subtle"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"io"
 	"net/http"
+	"strings"
 )
 
 const (
 	csrfCookie = "gatehouse-csrf"
-	csrfField  = "csrf_token"
+	// csrfHostCookie is the cookie's name under an https issuer: the __Host- prefix makes
+	// the browser refuse it unless it is Secure, has Path=/ and no Domain, so a sibling
+	// subdomain cannot plant a cookie of its choosing (cookie tossing).
+	csrfHostCookie = "__Host-" + csrfCookie
+	csrfField      = "csrf_token"
 )
 
-// csrfGuard protects the hosted forms with a double-submit token: a random value in an
-// HttpOnly SameSite cookie that every form repeats in a hidden field. A cross-site page can
-// neither read the cookie nor make the browser send it with a POST.
+// csrfGuard protects the hosted forms with a signed double-submit token: the browser's
+// HttpOnly SameSite cookie holds a random value, and every form repeats
+// HMAC(key, that value) in a hidden field. A cross-site page can neither read the cookie
+// nor make the browser send it with a POST, and a cookie planted by a sibling subdomain is
+// useless without the key: no one but the provider can compute the field for it.
 type csrfGuard struct {
+	// name is the cookie's name (csrfHostCookie under an https issuer).
+	name   string
 	secure bool
+	// key is derived from the system secret for this purpose only.
+	key    []byte
 	random io.Reader
+}
+
+func newCSRFGuard(issuer string, secret []byte, random io.Reader) csrfGuard {
+	g := csrfGuard{name: csrfCookie, secure: secureCookies(issuer), key: deriveKey(secret, "csrf"), random: random}
+	if strings.HasPrefix(issuer, "https://") {
+		g.name, g.secure = csrfHostCookie, true
+	}
+	return g
 }
 
 // token returns the browser's CSRF token, setting the cookie when it has none.
 func (g csrfGuard) token(w http.ResponseWriter, r *http.Request) (string, error) {
-	if c, err := r.Cookie(csrfCookie); err == nil && len(c.Value) >= 32 {
-		return c.Value, nil
+	if c, err := r.Cookie(g.name); err == nil && len(c.Value) >= 32 {
+		return g.mac(c.Value), nil
 	}
-	token, err := randomToken(g.random)
+	value, err := randomToken(g.random)
 	if err != nil {
 		return "", err
 	}
 	http.SetCookie(w, &http.Cookie{
-		Name: csrfCookie, Value: token, Path: "/", HttpOnly: true, Secure: g.secure,
+		Name: g.name, Value: value, Path: "/", HttpOnly: true, Secure: g.secure,
 		SameSite: http.SameSiteLaxMode,
 	})
-	return token, nil
+	return g.mac(value), nil
 }
 
 // verify reports whether a form POST carries the token of its cookie.
 func (g csrfGuard) verify(r *http.Request) bool {
-	c, err := r.Cookie(csrfCookie)
-	if err != nil || c.Value == "" {
+	c, err := r.Cookie(g.name)
+	if err != nil || len(c.Value) < 32 {
 		return false
 	}
 	field := r.PostFormValue(csrfField)
-	return field != "" && subtle.ConstantTimeCompare([]byte(field), []byte(c.Value)) == 1
+	return field != "" && hmac.Equal([]byte(field), []byte(g.mac(c.Value)))
+}
+
+// mac is the form field that goes with cookie value v.
+func (g csrfGuard) mac(v string) string {
+	m := hmac.New(sha256.New, g.key)
+	m.Write([]byte(v))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }

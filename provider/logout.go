@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"slices"
@@ -8,25 +9,74 @@ import (
 	"github.com/gatehouse-id/gatehouse/publicauth"
 )
 
-// logout is OpenID Connect RP-Initiated Logout 1.0 (GET or POST). The browser's session
-// always ends. The user is sent back to post_logout_redirect_uri only when id_token_hint is
-// an ID token this provider signed and the URI is registered, exactly, for the client the
-// token was issued to; `state` is then echoed. Otherwise a logged-out page is shown.
+// logoutPath is the hosted confirmation form's target.
+const logoutPath = "/logout"
+
+// logoutRequest is a validated OpenID Connect RP-Initiated Logout 1.0 request.
+type logoutRequest struct {
+	// target is post_logout_redirect_uri when it is registered, exactly, for the client the
+	// request names (by client_id, by the hint, or both in agreement); else nil.
+	target *url.URL
+	// hintSubject is the subject of id_token_hint when it is an ID token this provider
+	// signed and agrees with client_id; else "".
+	hintSubject string
+	// form holds the parameters the confirmation page carries to its POST.
+	form url.Values
+}
+
+// logout is the end_session_endpoint (GET or POST). With no session there is nothing to
+// confirm; with an id_token_hint whose subject is the session's user, the session ends at
+// once. Otherwise the user confirms on a hosted page, so a cross-site link or form cannot
+// sign them out (logoutConfirm). The user is then sent to post_logout_redirect_uri, with
+// `state`, when logoutRequest validated it, else shown the logged-out page.
 func (p *Provider) logout(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	if err := r.ParseForm(); err != nil {
 		p.pages.error(w, r, http.StatusBadRequest, "Invalid logout request", "The logout request could not be read.")
 		return
 	}
-	target := p.postLogoutRedirect(r)
+	lr := p.logoutRequest(ctx, r.Form)
+	user, err := p.auth.SignedIn(r)
+	if err != nil {
+		p.pageFailure(w, r, err)
+		return
+	}
+	if user != nil && (lr.hintSubject == "" || lr.hintSubject != user.ID) {
+		csrf, err := p.csrf.token(w, r)
+		if err != nil {
+			p.pageFailure(w, r, err)
+			return
+		}
+		p.pages.render(w, r, http.StatusOK, "logout", map[string]any{
+			"CSRF": csrf, "UserEmail": user.Email, "Action": logoutPath, "Fields": lr.form,
+		})
+		return
+	}
+	p.endSessionAndLeave(w, r, lr)
+}
+
+// logoutConfirm is the confirmation page's CSRF-protected POST.
+func (p *Provider) logoutConfirm(w http.ResponseWriter, r *http.Request) {
+	if !p.csrf.verify(r) {
+		p.pages.error(w, r, http.StatusForbidden, "Form expired", "The form expired. Go back, reload the page and try again.")
+		return
+	}
+	p.endSessionAndLeave(w, r, p.logoutRequest(r.Context(), r.PostForm))
+}
+
+// endSessionAndLeave ends the browser's session and redirects to lr's target with state, or
+// shows the logged-out page.
+func (p *Provider) endSessionAndLeave(w http.ResponseWriter, r *http.Request, lr logoutRequest) {
+	ctx := r.Context()
 	if err := p.auth.EndSession(ctx, w, r, publicauth.SessionPublic); err != nil {
 		p.log.ErrorContext(ctx, "ending the session at logout failed", "error", err)
 	}
-	if target == nil {
+	if lr.target == nil {
 		p.pages.render(w, r, http.StatusOK, "logged_out", nil)
 		return
 	}
-	if state := r.Form.Get("state"); state != "" {
+	target := *lr.target
+	if state := lr.form.Get("state"); state != "" {
 		q := target.Query()
 		q.Set("state", state)
 		target.RawQuery = q.Encode()
@@ -35,37 +85,48 @@ func (p *Provider) logout(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, target.String(), http.StatusSeeOther)
 }
 
-// postLogoutRedirect returns the validated post-logout redirect URI, or nil.
-func (p *Provider) postLogoutRedirect(r *http.Request) *url.URL {
-	hint, target := r.Form.Get("id_token_hint"), r.Form.Get("post_logout_redirect_uri")
-	if hint == "" || target == "" {
-		return nil
+// logoutRequest validates form's id_token_hint, client_id and post_logout_redirect_uri. The
+// client is client_id, or without it the hint's azp (else its first audience); when both
+// are given the hint must be audienced to client_id. A hint that does not verify, or
+// disagrees with client_id, gives no redirect at all.
+func (p *Provider) logoutRequest(ctx context.Context, form url.Values) logoutRequest {
+	hint, clientID, target := form.Get("id_token_hint"), form.Get("client_id"), form.Get("post_logout_redirect_uri")
+	lr := logoutRequest{form: url.Values{}}
+	for _, name := range []string{"id_token_hint", "client_id", "post_logout_redirect_uri", "state"} {
+		if v := form.Get(name); v != "" {
+			lr.form.Set(name, v)
+		}
 	}
-	claims, err := p.verifyIDTokenHint(hint)
-	if err != nil {
-		p.log.InfoContext(r.Context(), "logout with an invalid id_token_hint", "error", err)
-		return nil
+	if hint != "" {
+		claims, err := p.verifyIDTokenHint(hint)
+		if err != nil {
+			p.log.InfoContext(ctx, "logout with an invalid id_token_hint", "error", err)
+			return lr
+		}
+		audiences := claimStrings(claims["aud"])
+		if clientID == "" {
+			clientID, _ = claims["azp"].(string)
+		}
+		if clientID == "" && len(audiences) > 0 {
+			clientID = audiences[0]
+		}
+		if !slices.Contains(audiences, clientID) {
+			p.log.InfoContext(ctx, "logout with an id_token_hint not issued to client_id", "client_id", clientID)
+			return lr
+		}
+		lr.hintSubject, _ = claims["sub"].(string)
 	}
-	audiences := claimStrings(claims["aud"])
-	clientID := r.Form.Get("client_id")
-	if clientID == "" {
-		clientID, _ = claims["azp"].(string)
+	if clientID == "" || target == "" {
+		return lr
 	}
-	if clientID == "" && len(audiences) > 0 {
-		clientID = audiences[0]
-	}
-	if !slices.Contains(audiences, clientID) {
-		return nil
-	}
-	client, err := p.store.ClientByID(r.Context(), clientID)
+	client, err := p.store.ClientByID(ctx, clientID)
 	if err != nil || !slices.Contains(client.PostLogoutRedirectURIs, target) {
-		return nil
+		return lr
 	}
-	u, err := url.Parse(target)
-	if err != nil {
-		return nil
+	if lr.target, err = url.Parse(target); err != nil {
+		lr.target = nil
 	}
-	return u
+	return lr
 }
 
 // claimStrings reads a JWT claim that may be a string or an array of strings.

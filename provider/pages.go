@@ -17,14 +17,16 @@ var embeddedTemplates embed.FS
 // Config.TemplateDir. layout.html (the shared "top" and "bottom") may be replaced too.
 var pageNames = []string{
 	"login", "register", "consent", "error", "logged_out", "signed_in",
-	"pin", "forgot_password", "reset_password", "confirm_password", "notice",
+	"pin", "forgot_password", "reset_password", "confirm_password", "notice", "logout",
 }
 
 // pages renders the hosted pages with headers that keep them safe: a CSP that loads
 // nothing from other origins and forbids framing, no caching, no referrer.
 type pages struct {
 	byName map[string]*template.Template
-	css    []byte
+	// formPostPage is the built-in response_mode=form_post page (formpost.go).
+	formPostPage *template.Template
+	css          []byte
 }
 
 func newPages(dir string) (*pages, error) {
@@ -49,14 +51,12 @@ func newPages(dir string) (*pages, error) {
 		if err != nil {
 			return nil, err
 		}
-		t, err := template.New(name).Parse(string(layout))
-		if err == nil {
-			t, err = t.Parse(string(body))
+		if ps.byName[name], err = parsePage(name, string(layout), string(body)); err != nil {
+			return nil, err
 		}
-		if err != nil {
-			return nil, fmt.Errorf("template %s: %w", name, err)
-		}
-		ps.byName[name] = t
+	}
+	if ps.formPostPage, err = parsePage("form_post", string(layout), formPostBody); err != nil {
+		return nil, err
 	}
 	if ps.css, err = read("style.css"); err != nil {
 		return nil, err
@@ -64,11 +64,23 @@ func newPages(dir string) (*pages, error) {
 	return ps, nil
 }
 
+// parsePage parses a page's body over the shared layout.
+func parsePage(name, layout, body string) (*template.Template, error) {
+	t, err := template.New(name).Parse(layout)
+	if err == nil {
+		t, err = t.Parse(body)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("template %s: %w", name, err)
+	}
+	return t, nil
+}
+
 var pageTitles = map[string]string{
 	"login": "Sign in", "register": "Create your account", "consent": "Allow access?",
 	"logged_out": "Signed out", "signed_in": "Signed in", "pin": "Enter your PIN",
 	"forgot_password": "Reset your password", "reset_password": "Choose a new password",
-	"confirm_password": "Add a password to your account",
+	"confirm_password": "Add a password to your account", "logout": "Sign out?",
 }
 
 // render writes page name with data (a map; Title is added when missing).

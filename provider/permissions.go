@@ -14,7 +14,7 @@ import (
 // validation, the public authentication admin check and its users and clients.
 func (p *Provider) newPermissions() (*permissions.Service, error) {
 	seams := permissionSeams{p: p}
-	return permissions.New(permissions.Config{KeepTokensOnRevoke: p.cfg.Permissions.KeepTokensOnRevoke},
+	return permissions.New(permissions.Config{KeepTokensOnRevoke: p.cfg.Permissions.KeepTokensOnRevoke, BaseURL: p.cfg.Issuer},
 		p.store, seams, seams, seams,
 		permissions.WithClock(p.now), permissions.WithRandom(p.random), permissions.WithLogger(p.log))
 }

@@ -130,7 +130,7 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	if p.pages, err = newPages(cfg.TemplateDir); err != nil {
 		return fail(err)
 	}
-	p.csrf = csrfGuard{secure: secureCookies(cfg.Issuer), random: o.random}
+	p.csrf = newCSRFGuard(cfg.Issuer, cfg.Secret, o.random)
 	p.router = p.routes()
 
 	bg, stop := context.WithCancel(context.Background())

@@ -30,6 +30,7 @@ func (p *Provider) routes() *mux.Router {
 	r.HandleFunc("/register", p.registerSubmit).Methods(post)
 	r.HandleFunc("/consent", p.consentPage).Methods(get)
 	r.HandleFunc("/consent", p.consentSubmit).Methods(post)
+	r.HandleFunc(logoutPath, p.logoutConfirm).Methods(post)
 	r.HandleFunc("/pin", p.pinSubmit).Methods(post)
 	r.HandleFunc("/magic-link", p.magicLinkSubmit).Methods(post)
 	r.HandleFunc("/forgot-password", p.formPage("forgot_password")).Methods(get)

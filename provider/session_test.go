@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 
 	"golang.org/x/oauth2"
@@ -120,20 +121,26 @@ func TestPrompt(t *testing.T) {
 	})
 }
 
-// TestLogout is OpenID Connect RP-Initiated Logout 1.0: the session always ends; the browser
-// goes back to the client only for a valid hint and an exactly registered URI.
+// TestLogout is OpenID Connect RP-Initiated Logout 1.0. An id_token_hint of the session's
+// user ends the session at once; anything else asks the user to confirm with a
+// CSRF-protected POST, so a cross-site link cannot sign them out. The browser goes back to
+// the client only for an exactly registered URI of the client the hint or client_id names.
 func TestLogout(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
 		e := newEnv(t, b, provider.Config{})
 		alice := e.user(t, "alice@example.com", "Alice Example")
 		webapp := e.client(t, provider.ClientSpec{ID: "webapp", FirstParty: true, PostLogoutRedirectURIs: []string{rpLogoutURI}})
+		// other registered the same URI, so a redirect for a disagreeing client_id would show.
+		e.client(t, provider.ClientSpec{ID: "other", FirstParty: true, PostLogoutRedirectURIs: []string{rpLogoutURI}})
 		rp := e.relyingParty(t, webapp)
 		const state = "st&te with spaces/+="
 
 		for _, tc := range []struct {
 			name  string
 			query func(idToken string) url.Values
+			// confirm: a confirmation page comes first and the session outlives it.
+			confirm bool
 			// wantRedirect is the exact Location, or "" for the logged-out page.
 			wantRedirect string
 		}{
@@ -164,21 +171,46 @@ func TestLogout(t *testing.T) {
 				},
 			},
 			{
-				name: "no hint shows the logged-out page",
+				name: "no hint and no client_id: confirmation, then the logged-out page",
 				query: func(string) url.Values {
 					return url.Values{"post_logout_redirect_uri": {rpLogoutURI}, "state": {state}}
 				},
+				confirm: true,
 			},
 			{
-				name: "unsigned hint shows the logged-out page",
+				name: "client_id and its registered URI: confirmation, then a redirect with state",
+				query: func(string) url.Values {
+					return url.Values{"client_id": {"webapp"}, "post_logout_redirect_uri": {rpLogoutURI}, "state": {state}}
+				},
+				confirm:      true,
+				wantRedirect: rpLogoutURI + "?" + url.Values{"state": {state}}.Encode(),
+			},
+			{
+				name: "client_id and an unregistered URI: confirmation, then the logged-out page",
+				query: func(string) url.Values {
+					return url.Values{"client_id": {"webapp"}, "post_logout_redirect_uri": {evilURI}, "state": {state}}
+				},
+				confirm: true,
+			},
+			{
+				name: "hint and client_id that disagree: confirmation, then the logged-out page",
+				query: func(id string) url.Values {
+					return url.Values{"id_token_hint": {id}, "client_id": {"other"}, "post_logout_redirect_uri": {rpLogoutURI}, "state": {state}}
+				},
+				confirm: true,
+			},
+			{
+				name: "unsigned hint: confirmation, then the logged-out page",
 				query: func(string) url.Values {
 					hint := unsignedJWT(map[string]any{"iss": e.issuer, "sub": alice.ID, "aud": "webapp"})
 					return url.Values{"id_token_hint": {hint}, "post_logout_redirect_uri": {rpLogoutURI}, "state": {state}}
 				},
+				confirm: true,
 			},
 			{
-				name:  "bare logout shows the logged-out page",
-				query: func(string) url.Values { return url.Values{} },
+				name:    "bare logout: confirmation, then the logged-out page",
+				query:   func(string) url.Values { return url.Values{} },
+				confirm: true,
 			},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
@@ -186,22 +218,88 @@ func TestLogout(t *testing.T) {
 				_, tok := rp.signIn(t, e, br, alice.Email)
 
 				p := br.get(t, e.issuer+"/api/oauth/logout?"+tc.query(tok.rawIDToken).Encode())
-				if tc.wantRedirect != "" {
-					if p.status != http.StatusSeeOther || p.header.Get("Location") != tc.wantRedirect {
-						t.Errorf("got %s, want 303 to %s", p, tc.wantRedirect)
-					}
-				} else {
-					if p.status != http.StatusOK || p.header.Get("Location") != "" || p.url.Path != "/api/oauth/logout" {
-						t.Errorf("got %s, want the logged-out page without redirect", p)
-					}
+				if tc.confirm {
+					f := wantLogoutConfirmation(t, e, rp, br, p)
+					p = br.post(t, f.action, f.fields)
 				}
-
-				// The session is gone either way.
-				ar := rp.start(oauth2.SetAuthURLParam("prompt", "none"))
-				wantAuthError(t, e, ar, callback(t, br.get(t, ar.String()), rpRedirectURI), "login_required")
+				wantLoggedOut(t, e, rp, br, p, tc.wantRedirect)
 			})
 		}
+
+		t.Run("confirmation without its CSRF token is refused", func(t *testing.T) {
+			br := e.browser(t)
+			rp.signIn(t, e, br, alice.Email)
+			query := url.Values{"client_id": {"webapp"}, "post_logout_redirect_uri": {rpLogoutURI}}
+			f := wantLogoutConfirmation(t, e, rp, br, br.get(t, e.issuer+"/api/oauth/logout?"+query.Encode()))
+			f.fields.Del("csrf_token")
+			if p := br.post(t, f.action, f.fields); p.status != http.StatusForbidden || p.header.Get("Location") != "" {
+				t.Errorf("got %s, want 403 without redirect", p)
+			}
+			if !sessionAlive(t, e, rp, br) {
+				t.Error("the session ended without a valid CSRF token")
+			}
+		})
+
+		t.Run("a valid hint of another user asks for confirmation", func(t *testing.T) {
+			bob := e.user(t, "bob-logout@example.com", "Bob Example")
+			_, bobTok := rp.signIn(t, e, e.browser(t), bob.Email)
+			br := e.browser(t)
+			rp.signIn(t, e, br, alice.Email)
+			query := url.Values{"id_token_hint": {bobTok.rawIDToken}, "post_logout_redirect_uri": {rpLogoutURI}, "state": {state}}
+			f := wantLogoutConfirmation(t, e, rp, br, br.get(t, e.issuer+"/api/oauth/logout?"+query.Encode()))
+			wantLoggedOut(t, e, rp, br, br.post(t, f.action, f.fields), rpLogoutURI+"?"+url.Values{"state": {state}}.Encode())
+		})
+
+		t.Run("without a session there is nothing to confirm", func(t *testing.T) {
+			query := url.Values{"client_id": {"webapp"}, "post_logout_redirect_uri": {rpLogoutURI}, "state": {state}}
+			p := e.browser(t).get(t, e.issuer+"/api/oauth/logout?"+query.Encode())
+			want := rpLogoutURI + "?" + url.Values{"state": {state}}.Encode()
+			if p.status != http.StatusSeeOther || p.header.Get("Location") != want {
+				t.Errorf("got %s, want 303 to %s", p, want)
+			}
+		})
 	})
+}
+
+// wantLogoutConfirmation asserts that p asks to confirm the logout with a CSRF-protected
+// form, and that the session is still alive; it returns the form.
+func wantLogoutConfirmation(t *testing.T, e *env, rp *relyingParty, br *browser, p page) htmlForm {
+	t.Helper()
+	if p.status != http.StatusOK || p.header.Get("Location") != "" {
+		t.Fatalf("got %s, want a confirmation page", p)
+	}
+	wantHostedPageHeaders(t, p)
+	f := p.form(t)
+	if f.method != http.MethodPost || f.fields.Get("csrf_token") == "" {
+		t.Fatalf("confirmation form: got %s %s with %v, want a POST with a csrf_token", f.method, f.action, f.fields)
+	}
+	if !sessionAlive(t, e, rp, br) {
+		t.Fatal("the session ended before the user confirmed")
+	}
+	return f
+}
+
+// wantLoggedOut asserts that p redirects to wantRedirect (or, when "", is the logged-out
+// page) and that the session is gone.
+func wantLoggedOut(t *testing.T, e *env, rp *relyingParty, br *browser, p page, wantRedirect string) {
+	t.Helper()
+	if wantRedirect != "" {
+		if p.status != http.StatusSeeOther || p.header.Get("Location") != wantRedirect {
+			t.Errorf("got %s, want 303 to %s", p, wantRedirect)
+		}
+	} else if p.status != http.StatusOK || p.header.Get("Location") != "" || !strings.Contains(p.body, "signed out") {
+		t.Errorf("got %s, want the logged-out page without redirect", p)
+	}
+	if sessionAlive(t, e, rp, br) {
+		t.Error("the session outlived the logout")
+	}
+}
+
+// sessionAlive reports whether br's session still answers a prompt=none request.
+func sessionAlive(t *testing.T, e *env, rp *relyingParty, br *browser) bool {
+	t.Helper()
+	ar := rp.start(oauth2.SetAuthURLParam("prompt", "none"))
+	return callback(t, br.get(t, ar.String()), rpRedirectURI).Get("code") != ""
 }
 
 // unsignedJWT is an alg "none" token with claims: what an attacker can forge.

@@ -26,6 +26,8 @@ import (
 //
 // The links mail opens (GET /api/public/verify-email, GET /api/public/magic-login) are browser
 // pages: the provider serves them with VerifyEmail, ConsumeMagicLink and StartPINChallenge.
+// A POST or PATCH carrying a cookie is refused (403) when its Origin, or lacking it
+// Sec-Fetch-Site, names another origin than BaseURL's (package internal/sameorigin).
 // Every POST but the logouts first counts against the per-IP limit (CheckRate). The session
 // checks and logouts are not rate limited: they guess no secret, and relying parties call
 // them on every request from one address.
@@ -50,6 +52,6 @@ func (s *Service) Routes(r *mux.Router) {
 		{http.MethodPatch, "/api/admin/users/{userId}", h.adminUpdateUser},
 		{http.MethodGet, "/api/sso/validate", h.ssoValidate},
 	} {
-		r.HandleFunc(route.path, route.handle).Methods(route.method)
+		r.Handle(route.path, s.sameOrigin.Wrap(route.handle)).Methods(route.method)
 	}
 }

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/gatehouse-id/gatehouse/internal/sameorigin"
 )
 
 // Config is the data that configures a Service. The zero value of every field but Secret has
@@ -178,11 +180,13 @@ type Service struct {
 	limiter Limiter
 	mail    *mailTemplates
 
-	lifespan       map[string]time.Duration // by session kind
-	cookies        map[string]cookieCodec   // by session kind
-	secureCookies  bool
-	pinKey         []byte
-	baseURL        string
+	lifespan      map[string]time.Duration // by session kind
+	cookies       map[string]cookieCodec   // by session kind
+	secureCookies bool
+	pinKey        []byte
+	baseURL       string
+	// sameOrigin refuses cookie-authenticated changes sent from other origins (Routes).
+	sameOrigin     sameorigin.Guard
 	serviceName    string
 	requirePIN     bool
 	linkLifespan   map[string]time.Duration // by token purpose
@@ -237,6 +241,8 @@ func New(cfg Config, store Store, opts ...Option) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("publicauth: mail templates: %w", err)
 	}
+	// withDefaults checked that BaseURL is an absolute http(s) URL.
+	sameOrigin, _ := sameorigin.New(cfg.BaseURL)
 	pinKey, err := hkdf.Key(sha256.New, cfg.Secret, nil, pinKeyInfo, 32)
 	if err != nil {
 		return nil, fmt.Errorf("publicauth: derive PIN key: %w", err)
@@ -255,6 +261,7 @@ func New(cfg Config, store Store, opts ...Option) (*Service, error) {
 		secureCookies: !cfg.InsecureCookies,
 		pinKey:        pinKey,
 		baseURL:       cfg.BaseURL,
+		sameOrigin:    sameOrigin,
 		serviceName:   cfg.ServiceName,
 		requirePIN:    cfg.RequirePIN,
 		linkLifespan: map[string]time.Duration{
