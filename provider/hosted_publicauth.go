@@ -221,26 +221,52 @@ func (p *Provider) mailLinkSubmit(w http.ResponseWriter, r *http.Request, page, 
 	p.notice(w, r, http.StatusOK, "Check your email", noticeText(email), "", "")
 }
 
-// magicLogin consumes the link of a magic-link mail (GET /api/public/magic-login?token=).
-// A bad, used or expired link gets the error page and never a redirect.
-func (p *Provider) magicLogin(w http.ResponseWriter, r *http.Request) {
+// magicLoginPage is what the link of a magic-link mail opens (GET
+// /api/public/magic-login?token=): a page with one button, spending nothing. A GET is made
+// by mail scanners before the user and by a link an attacker mailed to a victim; only the
+// deliberate, CSRF-checked POST of the button logs in. A bad, used or expired link says
+// so at once.
+func (p *Provider) magicLoginPage(w http.ResponseWriter, r *http.Request) {
 	if p.rateLimited(w, r, p.auth.CheckRate(r, limitMagicLogin)) {
 		return
 	}
-	user, dest, err := p.auth.ConsumeMagicLink(r.Context(), r.URL.Query().Get("token"))
+	token := r.URL.Query().Get("token")
+	if err := p.auth.CheckMagicLink(r.Context(), token); err != nil {
+		p.magicLinkFailed(w, r, err)
+		return
+	}
+	p.renderForm(w, r, http.StatusOK, "magic_login", "", nil, map[string]any{"Token": token})
+}
+
+// magicLogin consumes the link behind the magic-login page's button (POST
+// /api/public/magic-login) and logs in: the PIN page when the gate is on for the user,
+// else the session and the link's destination.
+func (p *Provider) magicLogin(w http.ResponseWriter, r *http.Request) {
+	if _, ok := p.checkForm(w, r); !ok {
+		return
+	}
+	if p.rateLimited(w, r, p.auth.CheckRate(r, limitMagicLogin)) {
+		return
+	}
+	user, dest, err := p.auth.ConsumeMagicLink(r.Context(), r.PostFormValue("token"))
+	if err != nil {
+		p.magicLinkFailed(w, r, err)
+		return
+	}
+	p.passFirstFactor(w, r, user, publicauth.MethodMagicLink, dest)
+}
+
+// magicLinkFailed answers a magic link that cannot log in; never with a redirect.
+func (p *Provider) magicLinkFailed(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.Is(err, publicauth.ErrInvalidToken):
 		p.pages.error(w, r, http.StatusBadRequest, "Link expired",
 			"This sign-in link is invalid, was already used or has expired. Ask for a new one.")
-		return
 	case errors.Is(err, publicauth.ErrAccountDisabled):
 		p.pages.error(w, r, http.StatusForbidden, "Account disabled", "This account is disabled.")
-		return
-	case err != nil:
+	default:
 		p.pageFailure(w, r, err)
-		return
 	}
-	p.passFirstFactor(w, r, user, publicauth.MethodMagicLink, dest)
 }
 
 // forgotPasswordSubmit mails a password-reset link; the same answer whatever the account.

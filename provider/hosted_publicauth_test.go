@@ -116,6 +116,10 @@ func finishFlow(t *testing.T, e *env, rp *relyingParty, ar *authRequest, p page,
 	return tok
 }
 
+// A magic link within an authorization request. Opening the link spends nothing: mail
+// scanners open links before people do, and a link an attacker mailed to a victim must not
+// sign the victim into the attacker's account on a mere GET. Only the CSRF-checked POST of
+// the page's button logs in.
 func TestHostedMagicLinkInCodeFlow(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
 		e, mail := mailEnv(t, b, nil)
@@ -124,24 +128,86 @@ func TestHostedMagicLinkInCodeFlow(t *testing.T) {
 		br := e.browser(t)
 
 		ar := rp.start()
-		login := br.get(t, ar.String())
-		if login.status != http.StatusOK || login.url.Path != "/login" {
-			t.Fatalf("got %s, want the login page", login)
-		}
-		f := login.form(t)
-		sent := br.post(t, e.issuer+"/magic-link", url.Values{
-			"csrf_token": {f.fields.Get("csrf_token")}, "request": {f.fields.Get("request")}, "email": {user.Email},
-		})
-		if sent.status != http.StatusOK || !strings.Contains(sent.body, "Check your email") || !strings.Contains(sent.body, "15 minutes") {
-			t.Fatalf("got %s, want the check-your-email page naming 15 minutes", sent)
-		}
-		link := e.mailedLink(t, mail, user.Email, publicauth.PathMagicLogin)
+		link := br.magicLinkInFlow(t, e, mail, ar, user.Email)
 
-		finishFlow(t, e, rp, ar, br.get(t, link), user)
+		scanner := e.browser(t)
+		for range 2 {
+			p := scanner.get(t, link)
+			if p.status != http.StatusOK || p.header.Get("Location") != "" || !strings.Contains(p.body, "<button") {
+				t.Fatalf("GET of the link: got %s, want the page with a button", p)
+			}
+			for name, want := range map[string]string{
+				"X-Frame-Options": "DENY", "Referrer-Policy": "no-referrer",
+				"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store",
+			} {
+				if got := p.header.Get(name); got != want {
+					t.Errorf("magic-login page %s = %q, want %q", name, got, want)
+				}
+			}
+			if csp := p.header.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") {
+				t.Errorf("magic-login page CSP %q, want frame-ancestors 'none'", csp)
+			}
+		}
+		if s := e.publicSession(t, scanner); s["isValid"] != false {
+			t.Errorf("session after opening the link: got %v, want none", s)
+		}
+		// The button's POST without the page's CSRF token is refused and spends nothing.
+		if p := scanner.post(t, e.issuer+publicauth.PathMagicLogin, url.Values{"token": {tokenOf(t, link)}}); p.status != http.StatusForbidden {
+			t.Errorf("POST without a CSRF token: got %s, want 403", p)
+		}
+
+		finishFlow(t, e, rp, ar, br.openMagicLink(t, e, link), user)
+		if s := e.publicSession(t, scanner); s["isValid"] != false {
+			t.Errorf("scanner session after the login: got %v, want none", s)
+		}
 
 		// The link works once; a second use gets the error page and goes nowhere.
 		wantErrorPage(t, br.get(t, link), http.StatusBadRequest, "sign-in link is invalid")
 	})
+}
+
+// magicLinkInFlow asks the login page of authorization request ar for a magic link to
+// email and returns the mailed link.
+func (b *browser) magicLinkInFlow(t *testing.T, e *env, mail *smtptest.Server, ar *authRequest, email string) string {
+	t.Helper()
+	login := b.get(t, ar.String())
+	if login.status != http.StatusOK || login.url.Path != "/login" {
+		t.Fatalf("got %s, want the login page", login)
+	}
+	f := login.form(t)
+	sent := b.post(t, e.issuer+"/magic-link", url.Values{
+		"csrf_token": {f.fields.Get("csrf_token")}, "request": {f.fields.Get("request")}, "email": {email},
+	})
+	if sent.status != http.StatusOK || !strings.Contains(sent.body, "Check your email") || !strings.Contains(sent.body, "15 minutes") {
+		t.Fatalf("got %s, want the check-your-email page naming 15 minutes", sent)
+	}
+	return e.mailedLink(t, mail, email, publicauth.PathMagicLogin)
+}
+
+// openMagicLink opens a mailed magic link as a person does: the GET shows a page with one
+// button, and the button's POST logs in. It returns the answer to the POST.
+func (b *browser) openMagicLink(t *testing.T, e *env, link string) page {
+	t.Helper()
+	p := b.get(t, link)
+	if p.status != http.StatusOK || p.url.Path != publicauth.PathMagicLogin {
+		t.Fatalf("got %s, want the magic-login page", p)
+	}
+	f := p.form(t)
+	if f.method != http.MethodPost || f.action != e.issuer+publicauth.PathMagicLogin ||
+		f.fields.Get("csrf_token") == "" || f.fields.Get("token") == "" {
+		t.Fatalf("magic-login form %+v, want a POST to %s with a CSRF token and the link's token", f, publicauth.PathMagicLogin)
+	}
+	return b.post(t, f.action, f.fields)
+}
+
+// tokenOf returns the token parameter of a mailed link.
+func tokenOf(t *testing.T, link string) string {
+	t.Helper()
+	u, err := url.Parse(link)
+	if err != nil || u.Query().Get("token") == "" {
+		t.Fatalf("link %q has no token: %v", link, err)
+	}
+	return u.Query().Get("token")
 }
 
 func TestHostedMagicLinkRefusals(t *testing.T) {
@@ -233,12 +299,8 @@ func TestHostedPINGateInCodeFlow(t *testing.T) {
 			user := e.pinUser(t, "pin-magic@example.com")
 			br := e.browser(t)
 			ar := rp.start()
-			f := br.get(t, ar.String()).form(t)
-			br.post(t, e.issuer+"/magic-link", url.Values{
-				"csrf_token": {f.fields.Get("csrf_token")}, "request": {f.fields.Get("request")}, "email": {user.Email},
-			})
-			link := e.mailedLink(t, mail, user.Email, publicauth.PathMagicLogin)
-			pf := wantPINPage(t, br.get(t, link), http.StatusOK)
+			link := br.magicLinkInFlow(t, e, mail, ar, user.Email)
+			pf := wantPINPage(t, br.openMagicLink(t, e, link), http.StatusOK)
 			pin := smtptest.PIN(t, mail.WaitFor(t, user.Email))
 			finishFlow(t, e, rp, ar, br.submitPIN(t, pf, pin), user)
 		})

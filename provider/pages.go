@@ -17,7 +17,7 @@ var embeddedTemplates embed.FS
 // Config.TemplateDir. layout.html (the shared "top" and "bottom") may be replaced too.
 var pageNames = []string{
 	"login", "register", "consent", "error", "logged_out", "signed_in",
-	"pin", "forgot_password", "reset_password", "confirm_password", "notice",
+	"pin", "forgot_password", "reset_password", "confirm_password", "notice", "magic_login",
 }
 
 // pages renders the hosted pages with headers that keep them safe: a CSP that loads
@@ -68,7 +68,7 @@ var pageTitles = map[string]string{
 	"login": "Sign in", "register": "Create your account", "consent": "Allow access?",
 	"logged_out": "Signed out", "signed_in": "Signed in", "pin": "Enter your PIN",
 	"forgot_password": "Reset your password", "reset_password": "Choose a new password",
-	"confirm_password": "Add a password to your account",
+	"confirm_password": "Add a password to your account", "magic_login": "Sign in",
 }
 
 // render writes page name with data (a map; Title is added when missing).

@@ -212,6 +212,30 @@ func (s *Service) ConsumeMagicLink(ctx context.Context, token string) (*User, De
 	return u, dest, nil
 }
 
+// CheckMagicLink reports, without spending it, whether a magic-link token would log in:
+// the errors are ConsumeMagicLink's. Opening the link (a GET, which mail scanners make too)
+// only checks it; the login is a separate, deliberate POST.
+func (s *Service) CheckMagicLink(ctx context.Context, token string) error {
+	if !plausibleToken(token) {
+		return ErrInvalidToken
+	}
+	t, err := s.store.UsableOneTimeToken(ctx, hashToken(token), PurposeMagicLink, s.now())
+	if errors.Is(err, ErrInvalidToken) {
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("publicauth: check token: %w", err)
+	}
+	_, u, err := s.linkAccount(ctx, t)
+	if err != nil {
+		return err
+	}
+	if u.Status != StatusActive {
+		return ErrAccountDisabled
+	}
+	return nil
+}
+
 // RequestPasswordReset mails a single-use password reset link (Config.PasswordResetLifespan)
 // to the active account with that email, verified or not, superseding its older unused
 // links. Its answer is nil whatever the account (an *InputError only for a malformed
@@ -290,7 +314,7 @@ func (s *Service) accountForMail(ctx context.Context, email string) (*User, erro
 // consumeLink consumes a link token of one of the purposes and loads its account, which
 // must still have the address the token was sent to.
 func (s *Service) consumeLink(ctx context.Context, token string, purposes ...string) (*OneTimeToken, *User, error) {
-	if token == "" || len(token) > 2*tokenBytes {
+	if !plausibleToken(token) {
 		return nil, nil, ErrInvalidToken
 	}
 	var t *OneTimeToken
@@ -308,6 +332,18 @@ func (s *Service) consumeLink(ctx context.Context, token string, purposes ...str
 	if err != nil {
 		return nil, nil, fmt.Errorf("publicauth: consume token: %w", err)
 	}
+	return s.linkAccount(ctx, t)
+}
+
+// plausibleToken reports whether token could be a link token at all, so that nothing
+// longer is hashed or looked up.
+func plausibleToken(token string) bool {
+	return token != "" && len(token) <= 2*tokenBytes
+}
+
+// linkAccount loads the account of link token t, which must still have the address the
+// token was sent to.
+func (s *Service) linkAccount(ctx context.Context, t *OneTimeToken) (*OneTimeToken, *User, error) {
 	u, err := s.store.UserByID(ctx, t.UserID)
 	if errors.Is(err, ErrUserNotFound) {
 		return nil, nil, ErrInvalidToken

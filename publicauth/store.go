@@ -115,6 +115,9 @@ type TokenStore interface {
 	// concurrent consumers exactly one wins), and returns it. Any other token yields
 	// ErrInvalidToken.
 	ConsumeOneTimeToken(ctx context.Context, idHash, purpose string, now time.Time) (*OneTimeToken, error)
+	// UsableOneTimeToken returns the token with that hash and purpose while it is unused
+	// and unexpired at now, without consuming it; any other token yields ErrInvalidToken.
+	UsableOneTimeToken(ctx context.Context, idHash, purpose string, now time.Time) (*OneTimeToken, error)
 }
 
 // PINStore persists PIN challenges.

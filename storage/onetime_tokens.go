@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/gatehouse-id/gatehouse/publicauth"
@@ -70,6 +71,21 @@ func (s *Store) ConsumeOneTimeToken(ctx context.Context, idHash, purpose string,
 		})
 	if err != nil {
 		return nil, err
+	}
+	return m.toToken(), nil
+}
+
+// UsableOneTimeToken returns the token with that hash and purpose while it is unused and
+// unexpired at now, without consuming it; any other token yields publicauth.ErrInvalidToken.
+// It implements publicauth.TokenStore.
+func (s *Store) UsableOneTimeToken(ctx context.Context, idHash, purpose string, now time.Time) (*publicauth.OneTimeToken, error) {
+	var m oneTimeTokenModel
+	err := s.conn(ctx).Take(&m, "id_hash = ? AND purpose = ? AND used_at IS NULL AND expires_at > ?", idHash, purpose, utc(now)).Error
+	if isNotFound(err) {
+		return nil, publicauth.ErrInvalidToken
+	}
+	if err != nil {
+		return nil, fmt.Errorf("storage: get one-time token: %w", err)
 	}
 	return m.toToken(), nil
 }

@@ -65,6 +65,24 @@ func testOneTimeTokenConsume(t *testing.T, s *storage.Store) {
 	_, err = s.ConsumeOneTimeToken(ctx, "nope", publicauth.PurposeMagicLink, t0)
 	checkErr(t, "Consume unknown", err, publicauth.ErrInvalidToken)
 
+	// Looking a token up spends nothing: the lookup of a link opened by a GET.
+	for _, c := range []struct {
+		name, hash, purpose string
+		want                error
+	}{
+		{"another purpose", "live", publicauth.PurposePasswordReset, publicauth.ErrInvalidToken},
+		{"at its expiry", "expired", publicauth.PurposeMagicLink, publicauth.ErrInvalidToken},
+		{"unknown", "nope", publicauth.PurposeMagicLink, publicauth.ErrInvalidToken},
+		{"live", "live", publicauth.PurposeMagicLink, nil},
+		{"live again", "live", publicauth.PurposeMagicLink, nil},
+	} {
+		got, err := s.UsableOneTimeToken(ctx, c.hash, c.purpose, t0.In(otherZone))
+		checkErr(t, "UsableOneTimeToken of "+c.name, err, c.want)
+		if err == nil && !reflect.DeepEqual(got, want) {
+			t.Errorf("UsableOneTimeToken:\ngot  %+v\nwant %+v", got, want)
+		}
+	}
+
 	got, err := s.ConsumeOneTimeToken(ctx, "live", publicauth.PurposeMagicLink, t0.In(otherZone))
 	mustNoErr(t, "Consume", err)
 	used := t0
@@ -74,6 +92,8 @@ func testOneTimeTokenConsume(t *testing.T, s *storage.Store) {
 	}
 	_, err = s.ConsumeOneTimeToken(ctx, "live", publicauth.PurposeMagicLink, t0)
 	checkErr(t, "Consume twice", err, publicauth.ErrInvalidToken)
+	_, err = s.UsableOneTimeToken(ctx, "live", publicauth.PurposeMagicLink, t0)
+	checkErr(t, "UsableOneTimeToken once consumed", err, publicauth.ErrInvalidToken)
 }
 
 func testOneTimeTokenSupersede(t *testing.T, s *storage.Store) {
