@@ -108,16 +108,16 @@ func (p *Provider) loginSubmit(w http.ResponseWriter, r *http.Request) {
 		p.formFailed(w, r, "login", f, map[string]any{"Email": email}, err)
 		return
 	}
-	p.passFirstFactor(w, r, user, publicauth.MethodPassword, flowDestination(f.token))
+	p.passFirstFactor(w, r, user, publicauth.MethodPassword, flowDestination(f.token), f.token)
 }
 
-// flowDestination is where a hosted login goes once complete: the paused request, or the
-// signed-in page outside any flow.
+// flowDestination is where a hosted login goes once complete: the paused request token
+// names, by reference, or the signed-in page outside any flow.
 func flowDestination(token string) publicauth.Destination {
 	if token == "" {
 		return publicauth.Destination{}
 	}
-	return publicauth.Destination{Resume: resumePath(token)}
+	return publicauth.Destination{PausedRequest: hashToken(token)}
 }
 
 // registerSubmit registers as the JSON API does. A new account (which gets a verification
@@ -150,23 +150,27 @@ func (p *Provider) registerSubmit(w http.ResponseWriter, r *http.Request) {
 				publicauth.MailData{ExpiresIn: p.cfg.PublicAuth.PasswordResetLifespan}.ExpiresInWords()+".", "", "")
 		return
 	}
-	p.passFirstFactor(w, r, reg.User, publicauth.MethodPassword, flowDestination(f.token))
+	p.passFirstFactor(w, r, reg.User, publicauth.MethodPassword, flowDestination(f.token), f.token)
 }
 
-// completeLogin starts the public session and, inside an OAuth flow, binds this login to the
-// paused request (so prompt=login and max_age see a fresh authentication) and resumes it.
-func (p *Provider) completeLogin(w http.ResponseWriter, r *http.Request, user *publicauth.User, method string, row *storage.AuthRequest, token string) {
+// completeLogin starts the public session and binds this login to the paused request (so
+// prompt=login and max_age see a fresh authentication), then resumes it. The login re-keys
+// the request under a new token, which only this browser gets: the login may have come from
+// a stored reference (a mailed link, a PIN challenge), which cannot give the old token back,
+// and a token seen before the login no longer drives the flow after it.
+func (p *Provider) completeLogin(w http.ResponseWriter, r *http.Request, user *publicauth.User, method string, row *storage.AuthRequest) {
 	ctx := r.Context()
+	token, err := randomToken(p.random)
+	if err != nil {
+		p.pageFailure(w, r, err)
+		return
+	}
 	session, err := p.auth.ReplaceSession(ctx, w, r, user, publicauth.SessionPublic, method)
 	if err != nil {
 		p.pageFailure(w, r, err)
 		return
 	}
-	if row == nil {
-		p.pages.render(w, r, http.StatusOK, "signed_in", map[string]any{"UserEmail": user.Email})
-		return
-	}
-	if err := p.store.CompleteAuthRequestLogin(ctx, row.IDHash, user.ID, session.AuthTime); err != nil {
+	if err := p.store.CompleteAuthRequestLogin(ctx, row.IDHash, hashToken(token), user.ID, session.AuthTime); err != nil {
 		if errors.Is(err, storage.ErrNotFound) {
 			err = errRequestExpired
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gatehouse-id/gatehouse/publicauth"
+	"github.com/gatehouse-id/gatehouse/storage"
 )
 
 // The hosted pages of public authentication beyond the password: magic links, the PIN
@@ -34,20 +35,17 @@ const (
 const signedInPath = "/signed-in"
 
 // resumePath is the internal path that continues the paused authorization request token
-// names, or signedInPath outside a flow.
+// names.
 func resumePath(token string) string {
-	if token == "" {
-		return signedInPath
-	}
 	return resumePrefix + url.Values{requestParam: {token}}.Encode()
 }
 
 const resumePrefix = "/api/oauth/authorize/resume?"
 
-// resumedRequest is the paused-request token that dest resumes, or "" when dest is not a
-// paused authorization request.
-func resumedRequest(dest publicauth.Destination) string {
-	query, ok := strings.CutPrefix(dest.Resume, resumePrefix)
+// pausedRequestIn is the paused-request token that an internal path resuming it names, or
+// "" for any other path.
+func pausedRequestIn(path string) string {
+	query, ok := strings.CutPrefix(path, resumePrefix)
 	if !ok {
 		return ""
 	}
@@ -102,13 +100,16 @@ func (p *Provider) notice(w http.ResponseWriter, r *http.Request, status int, ti
 // dest: the paused authorization request it resumes, another internal path, a registered
 // redirect URI, or the signed-in page.
 func (p *Provider) finishLogin(w http.ResponseWriter, r *http.Request, user *publicauth.User, kind, method string, dest publicauth.Destination) {
-	if token := resumedRequest(dest); kind == publicauth.SessionPublic && token != "" {
-		row, _, _, err := p.pageContext(r, token)
+	if kind == publicauth.SessionPublic && dest.PausedRequest != "" {
+		row, err := p.store.AuthRequestByIDHash(r.Context(), dest.PausedRequest, p.now())
+		if errors.Is(err, storage.ErrNotFound) {
+			err = errRequestExpired
+		}
 		if err != nil {
 			p.pageFailure(w, r, err)
 			return
 		}
-		p.completeLogin(w, r, user, method, row, token)
+		p.completeLogin(w, r, user, method, row)
 		return
 	}
 	if _, err := p.auth.ReplaceSession(r.Context(), w, r, user, kind, method); err != nil {
@@ -126,9 +127,11 @@ func (p *Provider) finishLogin(w http.ResponseWriter, r *http.Request, user *pub
 	}
 }
 
-// passFirstFactor continues a login whose first factor (password or magic link) passed:
-// to the PIN page when the PIN gate is on for the user, else straight in.
-func (p *Provider) passFirstFactor(w http.ResponseWriter, r *http.Request, user *publicauth.User, method string, dest publicauth.Destination) {
+// passFirstFactor continues a login whose first factor (password, magic link or upstream
+// login) passed: to the PIN page when the PIN gate is on for the user, else straight in.
+// token is the paused request's token when this browser holds it ("" otherwise): the PIN
+// page's way back to the login page stays within the flow.
+func (p *Provider) passFirstFactor(w http.ResponseWriter, r *http.Request, user *publicauth.User, method string, dest publicauth.Destination, token string) {
 	if !p.auth.PINRequired(user) {
 		p.finishLogin(w, r, user, publicauth.SessionPublic, method, dest)
 		return
@@ -146,7 +149,7 @@ func (p *Provider) passFirstFactor(w http.ResponseWriter, r *http.Request, user 
 		p.pages.error(w, r, status, "Could not send your PIN", msg)
 		return
 	}
-	p.renderPIN(w, r, http.StatusOK, challenge.ID, resumedRequest(dest), user.Email, "")
+	p.renderPIN(w, r, http.StatusOK, challenge.ID, token, user.Email, "")
 }
 
 // renderPIN renders the PIN page of challenge. token, the paused request the login
@@ -191,7 +194,13 @@ func (p *Provider) pinSubmit(w http.ResponseWriter, r *http.Request) {
 func (p *Provider) magicLinkSubmit(w http.ResponseWriter, r *http.Request) {
 	p.mailLinkSubmit(w, r, "login", limitMagicLink,
 		func(f submittedForm, email string) error {
-			return p.auth.RequestMagicLink(r.Context(), publicauth.MagicLinkRequest{Email: email, Resume: resumePath(f.token)})
+			dest := flowDestination(f.token)
+			if dest.PausedRequest == "" {
+				dest.Resume = signedInPath
+			}
+			return p.auth.RequestMagicLink(r.Context(), publicauth.MagicLinkRequest{
+				Email: email, Resume: dest.Resume, PausedRequest: dest.PausedRequest,
+			})
 		},
 		func(email string) string {
 			return "If a verified account exists for " + email + ", we sent it a sign-in link. It works once, for " +
@@ -253,7 +262,7 @@ func (p *Provider) magicLogin(w http.ResponseWriter, r *http.Request) {
 		p.magicLinkFailed(w, r, err)
 		return
 	}
-	p.passFirstFactor(w, r, user, publicauth.MethodMagicLink, dest)
+	p.passFirstFactor(w, r, user, publicauth.MethodMagicLink, dest, "")
 }
 
 // magicLinkFailed answers a magic link that cannot log in; never with a redirect.

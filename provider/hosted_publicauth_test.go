@@ -3,6 +3,9 @@ package provider_test
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"html"
 	"net"
 	"net/http"
@@ -128,7 +131,7 @@ func TestHostedMagicLinkInCodeFlow(t *testing.T) {
 		br := e.browser(t)
 
 		ar := rp.start()
-		link := br.magicLinkInFlow(t, e, mail, ar, user.Email)
+		link, _ := br.magicLinkInFlow(t, e, mail, ar, user.Email)
 
 		scanner := e.browser(t)
 		for range 2 {
@@ -167,8 +170,8 @@ func TestHostedMagicLinkInCodeFlow(t *testing.T) {
 }
 
 // magicLinkInFlow asks the login page of authorization request ar for a magic link to
-// email and returns the mailed link.
-func (b *browser) magicLinkInFlow(t *testing.T, e *env, mail *smtptest.Server, ar *authRequest, email string) string {
+// email and returns the mailed link and the paused request's token.
+func (b *browser) magicLinkInFlow(t *testing.T, e *env, mail *smtptest.Server, ar *authRequest, email string) (link, paused string) {
 	t.Helper()
 	login := b.get(t, ar.String())
 	if login.status != http.StatusOK || login.url.Path != "/login" {
@@ -181,7 +184,7 @@ func (b *browser) magicLinkInFlow(t *testing.T, e *env, mail *smtptest.Server, a
 	if sent.status != http.StatusOK || !strings.Contains(sent.body, "Check your email") || !strings.Contains(sent.body, "15 minutes") {
 		t.Fatalf("got %s, want the check-your-email page naming 15 minutes", sent)
 	}
-	return e.mailedLink(t, mail, email, publicauth.PathMagicLogin)
+	return e.mailedLink(t, mail, email, publicauth.PathMagicLogin), f.fields.Get("request")
 }
 
 // openMagicLink opens a mailed magic link as a person does: the GET shows a page with one
@@ -198,6 +201,20 @@ func (b *browser) openMagicLink(t *testing.T, e *env, link string) page {
 		t.Fatalf("magic-login form %+v, want a POST to %s with a CSRF token and the link's token", f, publicauth.PathMagicLogin)
 	}
 	return b.post(t, f.action, f.fields)
+}
+
+// wantNoToken asserts that the stored row holds the paused request's token nowhere.
+func wantNoToken(t *testing.T, what string, row any, token string) {
+	t.Helper()
+	if dump := fmt.Sprintf("%+v", row); token == "" || strings.Contains(dump, token) {
+		t.Errorf("%s holds the paused request's token %q in clear: %s", what, token, dump)
+	}
+}
+
+// sha256Hex is how the store keys a token: its hex SHA-256.
+func sha256Hex(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
 }
 
 // tokenOf returns the token parameter of a mailed link.
@@ -299,9 +316,22 @@ func TestHostedPINGateInCodeFlow(t *testing.T) {
 			user := e.pinUser(t, "pin-magic@example.com")
 			br := e.browser(t)
 			ar := rp.start()
-			link := br.magicLinkInFlow(t, e, mail, ar, user.Email)
+			link, paused := br.magicLinkInFlow(t, e, mail, ar, user.Email)
+			// The rows of the link and of the PIN challenge refer to the paused request by
+			// reference only: its token, which drives the flow, is nowhere in them.
+			ctx := context.Background()
+			linkRow, err := e.store.UsableOneTimeToken(ctx, sha256Hex(tokenOf(t, link)), publicauth.PurposeMagicLink, time.Now())
+			if err != nil {
+				t.Fatalf("the link's row: %v", err)
+			}
+			wantNoToken(t, "the magic link's row", linkRow, paused)
 			pf := wantPINPage(t, br.openMagicLink(t, e, link), http.StatusOK)
 			pin := smtptest.PIN(t, mail.WaitFor(t, user.Email))
+			challenge, err := e.store.ReservePINAttempt(ctx, pf.fields.Get("challenge"), 100, time.Now())
+			if err != nil {
+				t.Fatalf("the PIN challenge's row: %v", err)
+			}
+			wantNoToken(t, "the PIN challenge's row", challenge, paused)
 			finishFlow(t, e, rp, ar, br.submitPIN(t, pf, pin), user)
 		})
 

@@ -138,9 +138,11 @@ type MagicLinkRequest struct {
 	// Resume is set. It must be a registered redirect URI of some client or lie within
 	// Config.MagicLinkAllowedOrigins.
 	RedirectURI string
-	// Resume is the internal path that continues a paused authorization request; set only
-	// by the provider.
+	// Resume is an internal path the login goes to; set only by the provider.
 	Resume string
+	// PausedRequest refers to the paused authorization request the login continues
+	// (Destination.PausedRequest); set only by the provider.
+	PausedRequest string
 }
 
 // RequestMagicLink mails a single-use sign-in link (Config.MagicLinkLifespan) to the account
@@ -150,26 +152,27 @@ type MagicLinkRequest struct {
 // account: unknown, unverified and inactive accounts get no mail, the per-account mail limit
 // silently drops it, and a send failure is only logged (the mail goes out in the background).
 func (s *Service) RequestMagicLink(ctx context.Context, req MagicLinkRequest) error {
-	if err := s.checkDestination(ctx, Destination{RedirectURI: req.RedirectURI, Resume: req.Resume}); err != nil {
+	dest := Destination{RedirectURI: req.RedirectURI, Resume: req.Resume, PausedRequest: req.PausedRequest}
+	if err := s.checkDestination(ctx, dest); err != nil {
 		return err
 	}
 	u, err := s.accountForMail(ctx, req.Email)
 	if err != nil || u == nil || !u.EmailVerified {
 		return err
 	}
-	s.mailLinkLater(ctx, u, PurposeMagicLink, Destination{RedirectURI: req.RedirectURI, Resume: req.Resume})
+	s.mailLinkLater(ctx, u, PurposeMagicLink, dest)
 	return nil
 }
 
 // checkDestination checks where a magic link may lead: Resume, when set, must be an internal
-// path; RedirectURI is required without Resume and, when set, must be registered or within
-// an allowed origin.
+// path; RedirectURI is required without Resume or PausedRequest and, when set, must be
+// registered or within an allowed origin.
 func (s *Service) checkDestination(ctx context.Context, d Destination) error {
 	if d.Resume != "" && !isInternalPath(d.Resume) {
 		return &InputError{Field: "resume", Reason: "must be a path on this server"}
 	}
 	if d.RedirectURI == "" {
-		if d.Resume == "" {
+		if d.Resume == "" && d.PausedRequest == "" {
 			return &InputError{Field: "redirect_uri", Reason: "is required"}
 		}
 		return nil
@@ -203,7 +206,7 @@ func (s *Service) ConsumeMagicLink(ctx context.Context, token string) (*User, De
 		if user.Status != StatusActive {
 			return ErrAccountDisabled
 		}
-		u, dest = user, Destination{RedirectURI: t.RedirectURI, Resume: t.Resume}
+		u, dest = user, Destination{RedirectURI: t.RedirectURI, Resume: t.Resume, PausedRequest: t.PausedRequest}
 		return s.markVerified(ctx, u)
 	})
 	if err != nil {
@@ -389,15 +392,16 @@ func (s *Service) prepareLink(ctx context.Context, u *User, purpose string, dest
 	now := s.now()
 	lifespan := s.linkLifespan[purpose]
 	t := &OneTimeToken{
-		IDHash:      hashToken(token),
-		Purpose:     purpose,
-		UserID:      u.ID,
-		Email:       u.Email,
-		RedirectURI: dest.RedirectURI,
-		Resume:      dest.Resume,
-		Payload:     payload,
-		CreatedAt:   now,
-		ExpiresAt:   now.Add(lifespan),
+		IDHash:        hashToken(token),
+		Purpose:       purpose,
+		UserID:        u.ID,
+		Email:         u.Email,
+		RedirectURI:   dest.RedirectURI,
+		Resume:        dest.Resume,
+		PausedRequest: dest.PausedRequest,
+		Payload:       payload,
+		CreatedAt:     now,
+		ExpiresAt:     now.Add(lifespan),
 	}
 	supersede := purpose != PurposeVerifyEmail
 	if err := s.store.CreateOneTimeToken(ctx, t, supersede); err != nil {

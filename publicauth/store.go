@@ -92,9 +92,11 @@ type OneTimeToken struct {
 	Email string
 	// RedirectURI is where a magic-link login goes after the session starts (may be empty).
 	RedirectURI string
-	// Resume is the internal path that continues a paused OAuth request (set only by the
-	// provider; may be empty).
+	// Resume is an internal path the login goes to (set only by the provider; may be empty).
 	Resume string
+	// PausedRequest refers to the paused OAuth request the login continues
+	// (Destination.PausedRequest: a hash, never the request's token; may be empty).
+	PausedRequest string
 	// Payload is purpose-specific data (may be empty): for PurposeLinkPassword the argon2id
 	// hash of the password to add.
 	Payload   string

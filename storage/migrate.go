@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 
 	"gorm.io/gorm"
@@ -27,6 +28,11 @@ const migrationLockKey int64 = 0x6761_7465_686f_7573 // "gatehous"
 // scoped advisory lock and re-checks schema_migrations under it; on SQLite every transaction
 // takes the write lock at BEGIN. Migrate ignores a transaction carried by ctx.
 func (s *Store) Migrate(ctx context.Context) error {
+	return s.migrateTo(ctx, math.MaxInt)
+}
+
+// migrateTo is Migrate up to and including version last.
+func (s *Store) migrateTo(ctx context.Context, last int) error {
 	err := s.migrationTx(ctx, func(tx *gorm.DB) error {
 		return tx.Exec(s.ddl(`CREATE TABLE IF NOT EXISTS schema_migrations (
 			version {int} PRIMARY KEY,
@@ -37,6 +43,9 @@ func (s *Store) Migrate(ctx context.Context) error {
 		return fmt.Errorf("storage: migrate: create schema_migrations: %w", err)
 	}
 	for _, m := range migrations() {
+		if m.version > last {
+			break
+		}
 		err := s.migrationTx(ctx, func(tx *gorm.DB) error {
 			var applied int64
 			if err := tx.Raw("SELECT COUNT(*) FROM schema_migrations WHERE version = ?", m.version).Scan(&applied).Error; err != nil {

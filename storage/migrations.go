@@ -18,6 +18,7 @@ func migrations() []migration {
 		{version: 4, name: "linked social and upstream identities", up: func(tx *gorm.DB, d dialect) error {
 			return execAll(tx, d, schemaV4())
 		}},
+		{version: 7, name: "mailed links and PIN challenges refer to paused requests by hash", up: migrateV7},
 	}
 }
 

@@ -11,16 +11,17 @@ import (
 
 func (m *oneTimeTokenModel) toToken() *publicauth.OneTimeToken {
 	return &publicauth.OneTimeToken{
-		IDHash:      m.IDHash,
-		Purpose:     m.Purpose,
-		UserID:      m.UserID,
-		Email:       m.Email,
-		RedirectURI: m.RedirectURI,
-		Resume:      m.Resume,
-		Payload:     m.Payload,
-		CreatedAt:   timeUTC(m.CreatedAt),
-		ExpiresAt:   timeUTC(m.ExpiresAt),
-		UsedAt:      timePtrUTC(m.UsedAt),
+		IDHash:        m.IDHash,
+		Purpose:       m.Purpose,
+		UserID:        m.UserID,
+		Email:         m.Email,
+		RedirectURI:   m.RedirectURI,
+		Resume:        m.Resume,
+		PausedRequest: m.PausedRequest,
+		Payload:       m.Payload,
+		CreatedAt:     timeUTC(m.CreatedAt),
+		ExpiresAt:     timeUTC(m.ExpiresAt),
+		UsedAt:        timePtrUTC(m.UsedAt),
 	}
 }
 
@@ -33,16 +34,17 @@ func (s *Store) CreateOneTimeToken(ctx context.Context, t *publicauth.OneTimeTok
 		t.CreatedAt = s.nowUTC()
 	}
 	m := oneTimeTokenModel{
-		IDHash:      t.IDHash,
-		Purpose:     t.Purpose,
-		UserID:      t.UserID,
-		Email:       t.Email,
-		RedirectURI: t.RedirectURI,
-		Resume:      t.Resume,
-		Payload:     t.Payload,
-		CreatedAt:   utc(t.CreatedAt),
-		ExpiresAt:   utc(t.ExpiresAt),
-		UsedAt:      utcPtr(t.UsedAt),
+		IDHash:        t.IDHash,
+		Purpose:       t.Purpose,
+		UserID:        t.UserID,
+		Email:         t.Email,
+		RedirectURI:   t.RedirectURI,
+		Resume:        t.Resume,
+		PausedRequest: t.PausedRequest,
+		Payload:       t.Payload,
+		CreatedAt:     utc(t.CreatedAt),
+		ExpiresAt:     utc(t.ExpiresAt),
+		UsedAt:        utcPtr(t.UsedAt),
 	}
 	err := s.inTx(ctx, func(tx *gorm.DB) error {
 		if supersede {

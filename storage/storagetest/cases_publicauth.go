@@ -29,15 +29,16 @@ func publicAuthCases() []storageCase {
 
 func newToken(hash, purpose, userID string, exp time.Time) *publicauth.OneTimeToken {
 	return &publicauth.OneTimeToken{
-		IDHash:      hash,
-		Purpose:     purpose,
-		UserID:      userID,
-		Email:       "Sent@Example.com",
-		RedirectURI: "https://app.example/callback",
-		Resume:      "/api/oauth/authorize/resume?request=r",
-		Payload:     "payload of " + hash,
-		CreatedAt:   t0.Add(-time.Minute),
-		ExpiresAt:   exp,
+		IDHash:        hash,
+		Purpose:       purpose,
+		UserID:        userID,
+		Email:         "Sent@Example.com",
+		RedirectURI:   "https://app.example/callback",
+		Resume:        "/signed-in",
+		PausedRequest: "hash-of-a-paused-request",
+		Payload:       "payload of " + hash,
+		CreatedAt:     t0.Add(-time.Minute),
+		ExpiresAt:     exp,
 	}
 }
 
@@ -141,7 +142,7 @@ func newChallenge(id, userID string, exp time.Time) *publicauth.PINChallenge {
 		Kind:    publicauth.SessionAdmin,
 		Method:  publicauth.MethodPassword,
 		Destination: publicauth.Destination{
-			RedirectURI: "https://app.example/callback", Resume: "/api/oauth/authorize/resume?request=r",
+			RedirectURI: "https://app.example/callback", Resume: "/signed-in", PausedRequest: "hash-of-a-paused-request",
 		},
 		CreatedAt: t0.Add(-time.Minute),
 		ExpiresAt: exp,
