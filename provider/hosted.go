@@ -52,8 +52,8 @@ func (p *Provider) pageFailure(w http.ResponseWriter, r *http.Request, err error
 	p.pages.error(w, r, http.StatusInternalServerError, "Something went wrong", "Please try again in a moment.")
 }
 
-// formPage serves the GET of a hosted form (login or register): login_hint prefills the
-// email.
+// formPage serves the GET of a hosted form (login, register or forgot-password): the email
+// query parameter, else login_hint, prefills the email.
 func (p *Provider) formPage(page string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		token := r.URL.Query().Get(requestParam)
@@ -62,8 +62,22 @@ func (p *Provider) formPage(page string) http.HandlerFunc {
 			p.pageFailure(w, r, err)
 			return
 		}
-		p.renderForm(w, r, http.StatusOK, page, token, client, map[string]any{"Email": hint})
+		email := r.URL.Query().Get("email")
+		if email == "" {
+			email = hint
+		}
+		p.renderForm(w, r, http.StatusOK, page, token, client, map[string]any{"Email": email})
 	}
+}
+
+// formLink is the path of a hosted form page prefilled with email, within the paused
+// request token names when there is one.
+func formLink(page, token, email string) string {
+	q := url.Values{"email": {email}}
+	if token != "" {
+		q.Set(requestParam, token)
+	}
+	return page + "?" + q.Encode()
 }
 
 // submittedForm is a hosted form POST that passed the CSRF check, with the paused request it
@@ -140,7 +154,12 @@ func (p *Provider) registerSubmit(w http.ResponseWriter, r *http.Request) {
 		reg, err = p.auth.Register(r.Context(), email, r.PostFormValue("password"), name, signedIn)
 	}
 	if err != nil {
-		p.formFailed(w, r, "register", f, map[string]any{"Email": email, "Name": name}, err)
+		data := map[string]any{"Email": email, "Name": name}
+		if errors.Is(err, publicauth.ErrEmailTaken) {
+			// A way forward for someone who forgot they had an account.
+			data["SignInURL"], data["ResetURL"] = formLink("/login", f.token, email), formLink("/forgot-password", f.token, email)
+		}
+		p.formFailed(w, r, "register", f, data, err)
 		return
 	}
 	if reg.AccountLinking && !reg.PasswordAdded {

@@ -422,6 +422,64 @@ func TestHostedPasswordReset(t *testing.T) {
 	})
 }
 
+// Registering a taken address offers a way forward: sign in, or reset the password, with
+// the typed address prefilled and within the same authorization request.
+func TestHostedRegisterTakenAddress(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
+		e, _ := mailEnv(t, b, nil)
+		const addr = "taken+me@example.com"
+		e.user(t, addr, "Taken User")
+		rp := e.relyingParty(t, e.client(t, provider.ClientSpec{FirstParty: true}))
+		for _, inFlow := range []bool{false, true} {
+			br := e.browser(t)
+			token := ""
+			if inFlow {
+				token = br.get(t, rp.start().String()).url.Query().Get("request")
+				if token == "" {
+					t.Fatal("the authorization request did not pause on the login page")
+				}
+			}
+			f := br.get(t, e.issuer+formPath("/register", url.Values{"request": {token}})).form(t)
+			f.fields.Set("email", addr)
+			f.fields.Set("name", "Someone")
+			f.fields.Set("password", testPassword)
+			p := br.post(t, f.action, f.fields)
+			if p.status != http.StatusConflict || !strings.Contains(p.body, "email already registered") {
+				t.Fatalf("register a taken address: got %s, want the 409 form", p)
+			}
+			for _, page := range []string{"/login", "/forgot-password"} {
+				m := regexp.MustCompile(`href="(` + page + `\?[^"]*email=[^"]*)"`).FindStringSubmatch(p.body)
+				if m == nil {
+					t.Errorf("in flow %v: the page has no link to %s with the address:\n%s", inFlow, page, p.body)
+					continue
+				}
+				next := br.get(t, e.issuer+html.UnescapeString(m[1]))
+				if next.status != http.StatusOK || next.url.Path != page {
+					t.Fatalf("following %s: got %s", m[1], next)
+				}
+				nf := next.form(t)
+				if nf.fields.Get("email") != addr || nf.fields.Get("request") != token {
+					t.Errorf("in flow %v: %s prefilled email %q request %q, want %q and %q",
+						inFlow, page, nf.fields.Get("email"), nf.fields.Get("request"), addr, token)
+				}
+			}
+		}
+	})
+}
+
+// formPath is path with the non-empty values of q as its query.
+func formPath(path string, q url.Values) string {
+	for k, v := range q {
+		if len(v) == 0 || v[0] == "" {
+			delete(q, k)
+		}
+	}
+	if len(q) == 0 {
+		return path
+	}
+	return path + "?" + q.Encode()
+}
+
 func TestHostedVerifyEmail(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
 		e, mail := mailEnv(t, b, nil)
