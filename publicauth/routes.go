@@ -25,7 +25,8 @@ import (
 //	GET  /api/sso/validate
 //
 // The links mail opens (GET /api/public/verify-email, GET /api/public/magic-login) are browser
-// pages: the provider serves them with VerifyEmail, ConsumeMagicLink and StartPINChallenge.
+// pages: the provider serves them with VerifyEmail, CheckMagicLink (the page of the link)
+// and ConsumeMagicLink (its button's POST), and StartPINChallenge.
 // Every POST but the logouts first counts against the per-IP limit (CheckRate). The session
 // checks and logouts are not rate limited: they guess no secret, and relying parties call
 // them on every request from one address.
