@@ -60,7 +60,7 @@ type Config struct {
 	KeyReloadInterval time.Duration
 	// TemplateDir, when set, holds *.html files that replace the embedded hosted pages of
 	// the same name: layout.html, login.html, register.html, consent.html, pin.html,
-	// forgot_password.html, reset_password.html, confirm_password.html, notice.html,
+	// forgot_password.html, reset_password.html, confirm_password.html, magic_login.html, notice.html,
 	// signed_in.html, logged_out.html, error.html.
 	TemplateDir string
 

@@ -52,8 +52,8 @@ func (p *Provider) pageFailure(w http.ResponseWriter, r *http.Request, err error
 	p.pages.error(w, r, http.StatusInternalServerError, "Something went wrong", "Please try again in a moment.")
 }
 
-// formPage serves the GET of a hosted form (login or register): login_hint prefills the
-// email.
+// formPage serves the GET of a hosted form (login, register or forgot-password): the email
+// query parameter, else login_hint, prefills the email.
 func (p *Provider) formPage(page string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		token := r.URL.Query().Get(requestParam)
@@ -62,8 +62,22 @@ func (p *Provider) formPage(page string) http.HandlerFunc {
 			p.pageFailure(w, r, err)
 			return
 		}
-		p.renderForm(w, r, http.StatusOK, page, token, client, map[string]any{"Email": hint})
+		email := r.URL.Query().Get("email")
+		if email == "" {
+			email = hint
+		}
+		p.renderForm(w, r, http.StatusOK, page, token, client, map[string]any{"Email": email})
 	}
+}
+
+// formLink is the path of a hosted form page prefilled with email, within the paused
+// request token names when there is one.
+func formLink(page, token, email string) string {
+	q := url.Values{"email": {email}}
+	if token != "" {
+		q.Set(requestParam, token)
+	}
+	return page + "?" + q.Encode()
 }
 
 // submittedForm is a hosted form POST that passed the CSRF check, with the paused request it
@@ -108,16 +122,16 @@ func (p *Provider) loginSubmit(w http.ResponseWriter, r *http.Request) {
 		p.formFailed(w, r, "login", f, map[string]any{"Email": email}, err)
 		return
 	}
-	p.passFirstFactor(w, r, user, publicauth.MethodPassword, flowDestination(f.token))
+	p.passFirstFactor(w, r, user, publicauth.MethodPassword, flowDestination(f.token), f.token)
 }
 
-// flowDestination is where a hosted login goes once complete: the paused request, or the
-// signed-in page outside any flow.
+// flowDestination is where a hosted login goes once complete: the paused request token
+// names, by reference, or the signed-in page outside any flow.
 func flowDestination(token string) publicauth.Destination {
 	if token == "" {
 		return publicauth.Destination{}
 	}
-	return publicauth.Destination{Resume: resumePath(token)}
+	return publicauth.Destination{PausedRequest: hashToken(token)}
 }
 
 // registerSubmit registers as the JSON API does. A new account (which gets a verification
@@ -140,7 +154,12 @@ func (p *Provider) registerSubmit(w http.ResponseWriter, r *http.Request) {
 		reg, err = p.auth.Register(r.Context(), email, r.PostFormValue("password"), name, signedIn)
 	}
 	if err != nil {
-		p.formFailed(w, r, "register", f, map[string]any{"Email": email, "Name": name}, err)
+		data := map[string]any{"Email": email, "Name": name}
+		if errors.Is(err, publicauth.ErrEmailTaken) {
+			// A way forward for someone who forgot they had an account.
+			data["SignInURL"], data["ResetURL"] = formLink("/login", f.token, email), formLink("/forgot-password", f.token, email)
+		}
+		p.formFailed(w, r, "register", f, data, err)
 		return
 	}
 	if reg.AccountLinking && !reg.PasswordAdded {
@@ -150,23 +169,27 @@ func (p *Provider) registerSubmit(w http.ResponseWriter, r *http.Request) {
 				publicauth.MailData{ExpiresIn: p.cfg.PublicAuth.PasswordResetLifespan}.ExpiresInWords()+".", "", "")
 		return
 	}
-	p.passFirstFactor(w, r, reg.User, publicauth.MethodPassword, flowDestination(f.token))
+	p.passFirstFactor(w, r, reg.User, publicauth.MethodPassword, flowDestination(f.token), f.token)
 }
 
-// completeLogin starts the public session and, inside an OAuth flow, binds this login to the
-// paused request (so prompt=login and max_age see a fresh authentication) and resumes it.
-func (p *Provider) completeLogin(w http.ResponseWriter, r *http.Request, user *publicauth.User, method string, row *storage.AuthRequest, token string) {
+// completeLogin starts the public session and binds this login to the paused request (so
+// prompt=login and max_age see a fresh authentication), then resumes it. The login re-keys
+// the request under a new token, which only this browser gets: the login may have come from
+// a stored reference (a mailed link, a PIN challenge), which cannot give the old token back,
+// and a token seen before the login no longer drives the flow after it.
+func (p *Provider) completeLogin(w http.ResponseWriter, r *http.Request, user *publicauth.User, method string, row *storage.AuthRequest) {
 	ctx := r.Context()
+	token, err := randomToken(p.random)
+	if err != nil {
+		p.pageFailure(w, r, err)
+		return
+	}
 	session, err := p.auth.ReplaceSession(ctx, w, r, user, publicauth.SessionPublic, method)
 	if err != nil {
 		p.pageFailure(w, r, err)
 		return
 	}
-	if row == nil {
-		p.pages.render(w, r, http.StatusOK, "signed_in", map[string]any{"UserEmail": user.Email})
-		return
-	}
-	if err := p.store.CompleteAuthRequestLogin(ctx, row.IDHash, user.ID, session.AuthTime); err != nil {
+	if err := p.store.CompleteAuthRequestLogin(ctx, row.IDHash, hashToken(token), user.ID, session.AuthTime); err != nil {
 		if errors.Is(err, storage.ErrNotFound) {
 			err = errRequestExpired
 		}

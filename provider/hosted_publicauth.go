@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gatehouse-id/gatehouse/publicauth"
+	"github.com/gatehouse-id/gatehouse/storage"
 )
 
 // The hosted pages of public authentication beyond the password: magic links, the PIN
@@ -34,20 +35,17 @@ const (
 const signedInPath = "/signed-in"
 
 // resumePath is the internal path that continues the paused authorization request token
-// names, or signedInPath outside a flow.
+// names.
 func resumePath(token string) string {
-	if token == "" {
-		return signedInPath
-	}
 	return resumePrefix + url.Values{requestParam: {token}}.Encode()
 }
 
 const resumePrefix = "/api/oauth/authorize/resume?"
 
-// resumedRequest is the paused-request token that dest resumes, or "" when dest is not a
-// paused authorization request.
-func resumedRequest(dest publicauth.Destination) string {
-	query, ok := strings.CutPrefix(dest.Resume, resumePrefix)
+// pausedRequestIn is the paused-request token that an internal path resuming it names, or
+// "" for any other path.
+func pausedRequestIn(path string) string {
+	query, ok := strings.CutPrefix(path, resumePrefix)
 	if !ok {
 		return ""
 	}
@@ -107,13 +105,16 @@ func (p *Provider) notice(w http.ResponseWriter, r *http.Request, status int, ti
 // dest: the paused authorization request it resumes, another internal path, a registered
 // redirect URI, or the signed-in page.
 func (p *Provider) finishLogin(w http.ResponseWriter, r *http.Request, user *publicauth.User, kind, method string, dest publicauth.Destination) {
-	if token := resumedRequest(dest); kind == publicauth.SessionPublic && token != "" {
-		row, _, _, err := p.pageContext(r, token)
+	if kind == publicauth.SessionPublic && dest.PausedRequest != "" {
+		row, err := p.store.AuthRequestByIDHash(r.Context(), dest.PausedRequest, p.now())
+		if errors.Is(err, storage.ErrNotFound) {
+			err = errRequestExpired
+		}
 		if err != nil {
 			p.pageFailure(w, r, err)
 			return
 		}
-		p.completeLogin(w, r, user, method, row, token)
+		p.completeLogin(w, r, user, method, row)
 		return
 	}
 	if _, err := p.auth.ReplaceSession(r.Context(), w, r, user, kind, method); err != nil {
@@ -131,9 +132,11 @@ func (p *Provider) finishLogin(w http.ResponseWriter, r *http.Request, user *pub
 	}
 }
 
-// passFirstFactor continues a login whose first factor (password or magic link) passed:
-// to the PIN page when the PIN gate is on for the user, else straight in.
-func (p *Provider) passFirstFactor(w http.ResponseWriter, r *http.Request, user *publicauth.User, method string, dest publicauth.Destination) {
+// passFirstFactor continues a login whose first factor (password, magic link or upstream
+// login) passed: to the PIN page when the PIN gate is on for the user, else straight in.
+// token is the paused request's token when this browser holds it ("" otherwise): the PIN
+// page's way back to the login page stays within the flow.
+func (p *Provider) passFirstFactor(w http.ResponseWriter, r *http.Request, user *publicauth.User, method string, dest publicauth.Destination, token string) {
 	if !p.auth.PINRequired(user) {
 		p.finishLogin(w, r, user, publicauth.SessionPublic, method, dest)
 		return
@@ -151,7 +154,7 @@ func (p *Provider) passFirstFactor(w http.ResponseWriter, r *http.Request, user 
 		p.pages.error(w, r, status, "Could not send your PIN", msg)
 		return
 	}
-	p.renderPIN(w, r, http.StatusOK, challenge.ID, resumedRequest(dest), user.Email, "")
+	p.renderPIN(w, r, http.StatusOK, challenge.ID, token, user.Email, "")
 }
 
 // renderPIN renders the PIN page of challenge. token, the paused request the login
@@ -196,7 +199,13 @@ func (p *Provider) pinSubmit(w http.ResponseWriter, r *http.Request) {
 func (p *Provider) magicLinkSubmit(w http.ResponseWriter, r *http.Request) {
 	p.mailLinkSubmit(w, r, "login", limitMagicLink,
 		func(f submittedForm, email string) error {
-			return p.auth.RequestMagicLink(r.Context(), publicauth.MagicLinkRequest{Email: email, Resume: resumePath(f.token)})
+			dest := flowDestination(f.token)
+			if dest.PausedRequest == "" {
+				dest.Resume = signedInPath
+			}
+			return p.auth.RequestMagicLink(r.Context(), publicauth.MagicLinkRequest{
+				Email: email, Resume: dest.Resume, PausedRequest: dest.PausedRequest,
+			})
 		},
 		func(email string) string {
 			return "If a verified account exists for " + email + ", we sent it a sign-in link. It works once, for " +
@@ -226,26 +235,52 @@ func (p *Provider) mailLinkSubmit(w http.ResponseWriter, r *http.Request, page, 
 	p.notice(w, r, http.StatusOK, "Check your email", noticeText(email), "", "")
 }
 
-// magicLogin consumes the link of a magic-link mail (GET /api/public/magic-login?token=).
-// A bad, used or expired link gets the error page and never a redirect.
-func (p *Provider) magicLogin(w http.ResponseWriter, r *http.Request) {
+// magicLoginPage is what the link of a magic-link mail opens (GET
+// /api/public/magic-login?token=): a page with one button, spending nothing. A GET is made
+// by mail scanners before the user and by a link an attacker mailed to a victim; only the
+// deliberate, CSRF-checked POST of the button logs in. A bad, used or expired link says
+// so at once.
+func (p *Provider) magicLoginPage(w http.ResponseWriter, r *http.Request) {
 	if p.rateLimited(w, r, p.auth.CheckRate(r, limitMagicLogin)) {
 		return
 	}
-	user, dest, err := p.auth.ConsumeMagicLink(r.Context(), r.URL.Query().Get("token"))
+	token := r.URL.Query().Get("token")
+	if err := p.auth.CheckMagicLink(r.Context(), token); err != nil {
+		p.magicLinkFailed(w, r, err)
+		return
+	}
+	p.renderForm(w, r, http.StatusOK, "magic_login", "", nil, map[string]any{"Token": token})
+}
+
+// magicLogin consumes the link behind the magic-login page's button (POST
+// /api/public/magic-login) and logs in: the PIN page when the gate is on for the user,
+// else the session and the link's destination.
+func (p *Provider) magicLogin(w http.ResponseWriter, r *http.Request) {
+	if _, ok := p.checkForm(w, r); !ok {
+		return
+	}
+	if p.rateLimited(w, r, p.auth.CheckRate(r, limitMagicLogin)) {
+		return
+	}
+	user, dest, err := p.auth.ConsumeMagicLink(r.Context(), r.PostFormValue("token"))
+	if err != nil {
+		p.magicLinkFailed(w, r, err)
+		return
+	}
+	p.passFirstFactor(w, r, user, publicauth.MethodMagicLink, dest, "")
+}
+
+// magicLinkFailed answers a magic link that cannot log in; never with a redirect.
+func (p *Provider) magicLinkFailed(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.Is(err, publicauth.ErrInvalidToken):
 		p.pages.error(w, r, http.StatusBadRequest, "Link expired",
 			"This sign-in link is invalid, was already used or has expired. Ask for a new one.")
-		return
 	case errors.Is(err, publicauth.ErrAccountDisabled):
 		p.pages.error(w, r, http.StatusForbidden, "Account disabled", "This account is disabled.")
-		return
-	case err != nil:
+	default:
 		p.pageFailure(w, r, err)
-		return
 	}
-	p.passFirstFactor(w, r, user, publicauth.MethodMagicLink, dest)
 }
 
 // forgotPasswordSubmit mails a password-reset link; the same answer whatever the account.

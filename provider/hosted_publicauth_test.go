@@ -3,6 +3,9 @@ package provider_test
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"html"
 	"net"
 	"net/http"
@@ -116,6 +119,10 @@ func finishFlow(t *testing.T, e *env, rp *relyingParty, ar *authRequest, p page,
 	return tok
 }
 
+// A magic link within an authorization request. Opening the link spends nothing: mail
+// scanners open links before people do, and a link an attacker mailed to a victim must not
+// sign the victim into the attacker's account on a mere GET. Only the CSRF-checked POST of
+// the page's button logs in.
 func TestHostedMagicLinkInCodeFlow(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
 		e, mail := mailEnv(t, b, nil)
@@ -124,24 +131,100 @@ func TestHostedMagicLinkInCodeFlow(t *testing.T) {
 		br := e.browser(t)
 
 		ar := rp.start()
-		login := br.get(t, ar.String())
-		if login.status != http.StatusOK || login.url.Path != "/login" {
-			t.Fatalf("got %s, want the login page", login)
-		}
-		f := login.form(t)
-		sent := br.post(t, e.issuer+"/magic-link", url.Values{
-			"csrf_token": {f.fields.Get("csrf_token")}, "request": {f.fields.Get("request")}, "email": {user.Email},
-		})
-		if sent.status != http.StatusOK || !strings.Contains(sent.body, "Check your email") || !strings.Contains(sent.body, "15 minutes") {
-			t.Fatalf("got %s, want the check-your-email page naming 15 minutes", sent)
-		}
-		link := e.mailedLink(t, mail, user.Email, publicauth.PathMagicLogin)
+		link, _ := br.magicLinkInFlow(t, e, mail, ar, user.Email)
 
-		finishFlow(t, e, rp, ar, br.get(t, link), user)
+		scanner := e.browser(t)
+		for range 2 {
+			p := scanner.get(t, link)
+			if p.status != http.StatusOK || p.header.Get("Location") != "" || !strings.Contains(p.body, "<button") {
+				t.Fatalf("GET of the link: got %s, want the page with a button", p)
+			}
+			for name, want := range map[string]string{
+				"X-Frame-Options": "DENY", "Referrer-Policy": "no-referrer",
+				"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store",
+			} {
+				if got := p.header.Get(name); got != want {
+					t.Errorf("magic-login page %s = %q, want %q", name, got, want)
+				}
+			}
+			if csp := p.header.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") {
+				t.Errorf("magic-login page CSP %q, want frame-ancestors 'none'", csp)
+			}
+		}
+		if s := e.publicSession(t, scanner); s["isValid"] != false {
+			t.Errorf("session after opening the link: got %v, want none", s)
+		}
+		// The button's POST without the page's CSRF token is refused and spends nothing.
+		if p := scanner.post(t, e.issuer+publicauth.PathMagicLogin, url.Values{"token": {tokenOf(t, link)}}); p.status != http.StatusForbidden {
+			t.Errorf("POST without a CSRF token: got %s, want 403", p)
+		}
+
+		finishFlow(t, e, rp, ar, br.openMagicLink(t, e, link), user)
+		if s := e.publicSession(t, scanner); s["isValid"] != false {
+			t.Errorf("scanner session after the login: got %v, want none", s)
+		}
 
 		// The link works once; a second use gets the error page and goes nowhere.
 		wantErrorPage(t, br.get(t, link), http.StatusBadRequest, "sign-in link is invalid")
 	})
+}
+
+// magicLinkInFlow asks the login page of authorization request ar for a magic link to
+// email and returns the mailed link and the paused request's token.
+func (b *browser) magicLinkInFlow(t *testing.T, e *env, mail *smtptest.Server, ar *authRequest, email string) (link, paused string) {
+	t.Helper()
+	login := b.get(t, ar.String())
+	if login.status != http.StatusOK || login.url.Path != "/login" {
+		t.Fatalf("got %s, want the login page", login)
+	}
+	f := login.form(t)
+	sent := b.post(t, e.issuer+"/magic-link", url.Values{
+		"csrf_token": {f.fields.Get("csrf_token")}, "request": {f.fields.Get("request")}, "email": {email},
+	})
+	if sent.status != http.StatusOK || !strings.Contains(sent.body, "Check your email") || !strings.Contains(sent.body, "15 minutes") {
+		t.Fatalf("got %s, want the check-your-email page naming 15 minutes", sent)
+	}
+	return e.mailedLink(t, mail, email, publicauth.PathMagicLogin), f.fields.Get("request")
+}
+
+// openMagicLink opens a mailed magic link as a person does: the GET shows a page with one
+// button, and the button's POST logs in. It returns the answer to the POST.
+func (b *browser) openMagicLink(t *testing.T, e *env, link string) page {
+	t.Helper()
+	p := b.get(t, link)
+	if p.status != http.StatusOK || p.url.Path != publicauth.PathMagicLogin {
+		t.Fatalf("got %s, want the magic-login page", p)
+	}
+	f := p.form(t)
+	if f.method != http.MethodPost || f.action != e.issuer+publicauth.PathMagicLogin ||
+		f.fields.Get("csrf_token") == "" || f.fields.Get("token") == "" {
+		t.Fatalf("magic-login form %+v, want a POST to %s with a CSRF token and the link's token", f, publicauth.PathMagicLogin)
+	}
+	return b.post(t, f.action, f.fields)
+}
+
+// wantNoToken asserts that the stored row holds the paused request's token nowhere.
+func wantNoToken(t *testing.T, what string, row any, token string) {
+	t.Helper()
+	if dump := fmt.Sprintf("%+v", row); token == "" || strings.Contains(dump, token) {
+		t.Errorf("%s holds the paused request's token %q in clear: %s", what, token, dump)
+	}
+}
+
+// sha256Hex is how the store keys a token: its hex SHA-256.
+func sha256Hex(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+// tokenOf returns the token parameter of a mailed link.
+func tokenOf(t *testing.T, link string) string {
+	t.Helper()
+	u, err := url.Parse(link)
+	if err != nil || u.Query().Get("token") == "" {
+		t.Fatalf("link %q has no token: %v", link, err)
+	}
+	return u.Query().Get("token")
 }
 
 func TestHostedMagicLinkRefusals(t *testing.T) {
@@ -233,13 +316,22 @@ func TestHostedPINGateInCodeFlow(t *testing.T) {
 			user := e.pinUser(t, "pin-magic@example.com")
 			br := e.browser(t)
 			ar := rp.start()
-			f := br.get(t, ar.String()).form(t)
-			br.post(t, e.issuer+"/magic-link", url.Values{
-				"csrf_token": {f.fields.Get("csrf_token")}, "request": {f.fields.Get("request")}, "email": {user.Email},
-			})
-			link := e.mailedLink(t, mail, user.Email, publicauth.PathMagicLogin)
-			pf := wantPINPage(t, br.get(t, link), http.StatusOK)
+			link, paused := br.magicLinkInFlow(t, e, mail, ar, user.Email)
+			// The rows of the link and of the PIN challenge refer to the paused request by
+			// reference only: its token, which drives the flow, is nowhere in them.
+			ctx := context.Background()
+			linkRow, err := e.store.UsableOneTimeToken(ctx, sha256Hex(tokenOf(t, link)), publicauth.PurposeMagicLink, time.Now())
+			if err != nil {
+				t.Fatalf("the link's row: %v", err)
+			}
+			wantNoToken(t, "the magic link's row", linkRow, paused)
+			pf := wantPINPage(t, br.openMagicLink(t, e, link), http.StatusOK)
 			pin := smtptest.PIN(t, mail.WaitFor(t, user.Email))
+			challenge, err := e.store.ReservePINAttempt(ctx, pf.fields.Get("challenge"), 100, time.Now())
+			if err != nil {
+				t.Fatalf("the PIN challenge's row: %v", err)
+			}
+			wantNoToken(t, "the PIN challenge's row", challenge, paused)
 			finishFlow(t, e, rp, ar, br.submitPIN(t, pf, pin), user)
 		})
 
@@ -328,6 +420,64 @@ func TestHostedPasswordReset(t *testing.T) {
 		// The link works once.
 		wantErrorPage(t, br.post(t, rf.action, rf.fields), http.StatusBadRequest, "password-reset link is invalid")
 	})
+}
+
+// Registering a taken address offers a way forward: sign in, or reset the password, with
+// the typed address prefilled and within the same authorization request.
+func TestHostedRegisterTakenAddress(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
+		e, _ := mailEnv(t, b, nil)
+		const addr = "taken+me@example.com"
+		e.user(t, addr, "Taken User")
+		rp := e.relyingParty(t, e.client(t, provider.ClientSpec{FirstParty: true}))
+		for _, inFlow := range []bool{false, true} {
+			br := e.browser(t)
+			token := ""
+			if inFlow {
+				token = br.get(t, rp.start().String()).url.Query().Get("request")
+				if token == "" {
+					t.Fatal("the authorization request did not pause on the login page")
+				}
+			}
+			f := br.get(t, e.issuer+formPath("/register", url.Values{"request": {token}})).form(t)
+			f.fields.Set("email", addr)
+			f.fields.Set("name", "Someone")
+			f.fields.Set("password", testPassword)
+			p := br.post(t, f.action, f.fields)
+			if p.status != http.StatusConflict || !strings.Contains(p.body, "email already registered") {
+				t.Fatalf("register a taken address: got %s, want the 409 form", p)
+			}
+			for _, page := range []string{"/login", "/forgot-password"} {
+				m := regexp.MustCompile(`href="(` + page + `\?[^"]*email=[^"]*)"`).FindStringSubmatch(p.body)
+				if m == nil {
+					t.Errorf("in flow %v: the page has no link to %s with the address:\n%s", inFlow, page, p.body)
+					continue
+				}
+				next := br.get(t, e.issuer+html.UnescapeString(m[1]))
+				if next.status != http.StatusOK || next.url.Path != page {
+					t.Fatalf("following %s: got %s", m[1], next)
+				}
+				nf := next.form(t)
+				if nf.fields.Get("email") != addr || nf.fields.Get("request") != token {
+					t.Errorf("in flow %v: %s prefilled email %q request %q, want %q and %q",
+						inFlow, page, nf.fields.Get("email"), nf.fields.Get("request"), addr, token)
+				}
+			}
+		}
+	})
+}
+
+// formPath is path with the non-empty values of q as its query.
+func formPath(path string, q url.Values) string {
+	for k, v := range q {
+		if len(v) == 0 || v[0] == "" {
+			delete(q, k)
+		}
+	}
+	if len(q) == 0 {
+		return path
+	}
+	return path + "?" + q.Encode()
 }
 
 func TestHostedVerifyEmail(t *testing.T) {

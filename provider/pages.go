@@ -18,6 +18,7 @@ var embeddedTemplates embed.FS
 var pageNames = []string{
 	"login", "register", "consent", "error", "logged_out", "signed_in",
 	"pin", "forgot_password", "reset_password", "confirm_password", "notice", "logout",
+	"magic_login",
 }
 
 // pages renders the hosted pages with headers that keep them safe: a CSP that loads
@@ -81,6 +82,7 @@ var pageTitles = map[string]string{
 	"logged_out": "Signed out", "signed_in": "Signed in", "pin": "Enter your PIN",
 	"forgot_password": "Reset your password", "reset_password": "Choose a new password",
 	"confirm_password": "Add a password to your account", "logout": "Sign out?",
+	"magic_login": "Sign in",
 }
 
 // render writes page name with data (a map; Title is added when missing).

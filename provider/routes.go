@@ -40,7 +40,8 @@ func (p *Provider) routes() *mux.Router {
 	r.HandleFunc(publicauth.PathConfirmPassword, p.confirmPasswordPage).Methods(get)
 	r.HandleFunc(publicauth.PathConfirmPassword, p.confirmPasswordSubmit).Methods(post)
 	r.HandleFunc(signedInPath, p.signedIn).Methods(get)
-	r.HandleFunc(publicauth.PathMagicLogin, p.magicLogin).Methods(get)
+	r.HandleFunc(publicauth.PathMagicLogin, p.magicLoginPage).Methods(get)
+	r.HandleFunc(publicauth.PathMagicLogin, p.magicLogin).Methods(post)
 	r.HandleFunc(publicauth.PathVerifyEmail, p.verifyEmail).Methods(get)
 	r.HandleFunc("/ui/style.css", p.pages.style).Methods(get, http.MethodHead)
 

@@ -68,6 +68,11 @@ func (h socialHost) IsRegisteredRedirectURI(ctx context.Context, uri string) (bo
 // CompleteLogin implements social.Host: an upstream login is a first factor like a
 // password, so the PIN gate applies to it too.
 func (h socialHost) CompleteLogin(w http.ResponseWriter, r *http.Request, u *publicauth.User, method, token, returnTo string) {
+	if token == "" {
+		// A return path that resumes a paused request is that request: kept by reference
+		// in a PIN challenge, like any other.
+		token = pausedRequestIn(returnTo)
+	}
 	dest := flowDestination(token)
 	switch {
 	case token != "" || returnTo == "":
@@ -76,7 +81,7 @@ func (h socialHost) CompleteLogin(w http.ResponseWriter, r *http.Request, u *pub
 	default:
 		dest.RedirectURI = returnTo
 	}
-	h.p.passFirstFactor(w, r, u, method, dest)
+	h.p.passFirstFactor(w, r, u, method, dest, token)
 }
 
 // ErrorPage implements social.Host.

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/gatehouse-id/gatehouse/publicauth"
@@ -118,6 +119,45 @@ func TestRegisterVerifyAndMagicLink(t *testing.T) {
 		e.wantSessionOf(t, "/api/public/session", c, "Alice@Example.com")
 		if _, _, err := e.svc.ConsumeMagicLink(ctx, token); !errors.Is(err, publicauth.ErrInvalidToken) {
 			t.Errorf("ConsumeMagicLink again = %v, want ErrInvalidToken", err)
+		}
+	})
+}
+
+// CheckMagicLink, what opening the link (a GET) does, spends nothing and answers as
+// ConsumeMagicLink would.
+func TestCheckMagicLink(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
+		e := newEnv(t, b, publicauth.Config{})
+		ctx := context.Background()
+		u, err := e.svc.CreateUser(ctx, publicauth.UserInput{Email: "cara@example.com", Password: "correct horse battery", Name: "Cara", Verified: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, bad := range []string{"", "not-a-token", strings.Repeat("A", 200)} {
+			if err := e.svc.CheckMagicLink(ctx, bad); !errors.Is(err, publicauth.ErrInvalidToken) {
+				t.Errorf("CheckMagicLink(%q) = %v, want ErrInvalidToken", bad, err)
+			}
+		}
+		wantStatus(t, e.postJSON(t, "/api/public/request-magic-link", map[string]string{"email": u.Email, "redirect_uri": appRedirectURI}), http.StatusOK)
+		token := e.linkToken(t, u.Email, publicauth.PathMagicLogin)
+		for range 2 {
+			if err := e.svc.CheckMagicLink(ctx, token); err != nil {
+				t.Fatalf("CheckMagicLink of a fresh link = %v, want nil", err)
+			}
+		}
+		disable(t, e, u)
+		if err := e.svc.CheckMagicLink(ctx, token); !errors.Is(err, publicauth.ErrAccountDisabled) {
+			t.Errorf("CheckMagicLink of a disabled account = %v, want ErrAccountDisabled", err)
+		}
+		u.Status = publicauth.StatusActive
+		if err := e.store.UpdateUser(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := e.svc.ConsumeMagicLink(ctx, token); err != nil {
+			t.Fatalf("ConsumeMagicLink after checks = %v, want the login", err)
+		}
+		if err := e.svc.CheckMagicLink(ctx, token); !errors.Is(err, publicauth.ErrInvalidToken) {
+			t.Errorf("CheckMagicLink of a used link = %v, want ErrInvalidToken", err)
 		}
 	})
 }

@@ -142,9 +142,11 @@ type MagicLinkRequest struct {
 	// Resume is set. It must be a registered redirect URI of some client or lie within
 	// Config.MagicLinkAllowedOrigins.
 	RedirectURI string
-	// Resume is the internal path that continues a paused authorization request; set only
-	// by the provider.
+	// Resume is an internal path the login goes to; set only by the provider.
 	Resume string
+	// PausedRequest refers to the paused authorization request the login continues
+	// (Destination.PausedRequest); set only by the provider.
+	PausedRequest string
 }
 
 // RequestMagicLink mails a single-use sign-in link (Config.MagicLinkLifespan) to the account
@@ -154,26 +156,27 @@ type MagicLinkRequest struct {
 // account: unknown, unverified and inactive accounts get no mail, the per-account mail limit
 // silently drops it, and a send failure is only logged (the mail goes out in the background).
 func (s *Service) RequestMagicLink(ctx context.Context, req MagicLinkRequest) error {
-	if err := s.checkDestination(ctx, Destination{RedirectURI: req.RedirectURI, Resume: req.Resume}); err != nil {
+	dest := Destination{RedirectURI: req.RedirectURI, Resume: req.Resume, PausedRequest: req.PausedRequest}
+	if err := s.checkDestination(ctx, dest); err != nil {
 		return err
 	}
 	u, err := s.accountForMail(ctx, req.Email)
 	if err != nil || u == nil || !u.EmailVerified {
 		return err
 	}
-	s.mailLinkLater(ctx, u, PurposeMagicLink, Destination{RedirectURI: req.RedirectURI, Resume: req.Resume})
+	s.mailLinkLater(ctx, u, PurposeMagicLink, dest)
 	return nil
 }
 
 // checkDestination checks where a magic link may lead: Resume, when set, must be an internal
-// path; RedirectURI is required without Resume and, when set, must be registered or within
-// an allowed origin.
+// path; RedirectURI is required without Resume or PausedRequest and, when set, must be
+// registered or within an allowed origin.
 func (s *Service) checkDestination(ctx context.Context, d Destination) error {
 	if d.Resume != "" && !isInternalPath(d.Resume) {
 		return &InputError{Field: "resume", Reason: "must be a path on this server"}
 	}
 	if d.RedirectURI == "" {
-		if d.Resume == "" {
+		if d.Resume == "" && d.PausedRequest == "" {
 			return &InputError{Field: "redirect_uri", Reason: "is required"}
 		}
 		return nil
@@ -207,13 +210,37 @@ func (s *Service) ConsumeMagicLink(ctx context.Context, token string) (*User, De
 		if user.Status != StatusActive {
 			return ErrAccountDisabled
 		}
-		u, dest = user, Destination{RedirectURI: t.RedirectURI, Resume: t.Resume}
+		u, dest = user, Destination{RedirectURI: t.RedirectURI, Resume: t.Resume, PausedRequest: t.PausedRequest}
 		return s.markVerified(ctx, u)
 	})
 	if err != nil {
 		return nil, Destination{}, err
 	}
 	return u, dest, nil
+}
+
+// CheckMagicLink reports, without spending it, whether a magic-link token would log in:
+// the errors are ConsumeMagicLink's. Opening the link (a GET, which mail scanners make too)
+// only checks it; the login is a separate, deliberate POST.
+func (s *Service) CheckMagicLink(ctx context.Context, token string) error {
+	if !plausibleToken(token) {
+		return ErrInvalidToken
+	}
+	t, err := s.store.UsableOneTimeToken(ctx, hashToken(token), PurposeMagicLink, s.now())
+	if errors.Is(err, ErrInvalidToken) {
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("publicauth: check token: %w", err)
+	}
+	_, u, err := s.linkAccount(ctx, t)
+	if err != nil {
+		return err
+	}
+	if u.Status != StatusActive {
+		return ErrAccountDisabled
+	}
+	return nil
 }
 
 // RequestPasswordReset mails a single-use password reset link (Config.PasswordResetLifespan)
@@ -295,7 +322,7 @@ func (s *Service) accountForMail(ctx context.Context, email string) (*User, erro
 // consumeLink consumes a link token of one of the purposes and loads its account, which
 // must still have the address the token was sent to.
 func (s *Service) consumeLink(ctx context.Context, token string, purposes ...string) (*OneTimeToken, *User, error) {
-	if token == "" || len(token) > 2*tokenBytes {
+	if !plausibleToken(token) {
 		return nil, nil, ErrInvalidToken
 	}
 	var t *OneTimeToken
@@ -313,6 +340,18 @@ func (s *Service) consumeLink(ctx context.Context, token string, purposes ...str
 	if err != nil {
 		return nil, nil, fmt.Errorf("publicauth: consume token: %w", err)
 	}
+	return s.linkAccount(ctx, t)
+}
+
+// plausibleToken reports whether token could be a link token at all, so that nothing
+// longer is hashed or looked up.
+func plausibleToken(token string) bool {
+	return token != "" && len(token) <= 2*tokenBytes
+}
+
+// linkAccount loads the account of link token t, which must still have the address the
+// token was sent to.
+func (s *Service) linkAccount(ctx context.Context, t *OneTimeToken) (*OneTimeToken, *User, error) {
 	u, err := s.store.UserByID(ctx, t.UserID)
 	if errors.Is(err, ErrUserNotFound) {
 		return nil, nil, ErrInvalidToken
@@ -360,15 +399,16 @@ func (s *Service) prepareLink(ctx context.Context, u *User, purpose string, dest
 	now := s.now()
 	lifespan := s.linkLifespan[purpose]
 	t := &OneTimeToken{
-		IDHash:      hashToken(token),
-		Purpose:     purpose,
-		UserID:      u.ID,
-		Email:       u.Email,
-		RedirectURI: dest.RedirectURI,
-		Resume:      dest.Resume,
-		Payload:     payload,
-		CreatedAt:   now,
-		ExpiresAt:   now.Add(lifespan),
+		IDHash:        hashToken(token),
+		Purpose:       purpose,
+		UserID:        u.ID,
+		Email:         u.Email,
+		RedirectURI:   dest.RedirectURI,
+		Resume:        dest.Resume,
+		PausedRequest: dest.PausedRequest,
+		Payload:       payload,
+		CreatedAt:     now,
+		ExpiresAt:     now.Add(lifespan),
 	}
 	supersede := purpose != PurposeVerifyEmail
 	if err := s.store.CreateOneTimeToken(ctx, t, supersede); err != nil {

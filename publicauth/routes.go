@@ -25,7 +25,8 @@ import (
 //	GET  /api/sso/validate
 //
 // The links mail opens (GET /api/public/verify-email, GET /api/public/magic-login) are browser
-// pages: the provider serves them with VerifyEmail, ConsumeMagicLink and StartPINChallenge.
+// pages: the provider serves them with VerifyEmail, CheckMagicLink (the page of the link)
+// and ConsumeMagicLink (its button's POST), and StartPINChallenge.
 // A POST or PATCH carrying a cookie is refused (403) when its Origin, or lacking it
 // Sec-Fetch-Site, names another origin than BaseURL's (package internal/sameorigin).
 // Every POST but the logouts first counts against the per-IP limit (CheckRate). The session

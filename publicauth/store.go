@@ -102,9 +102,11 @@ type OneTimeToken struct {
 	Email string
 	// RedirectURI is where a magic-link login goes after the session starts (may be empty).
 	RedirectURI string
-	// Resume is the internal path that continues a paused OAuth request (set only by the
-	// provider; may be empty).
+	// Resume is an internal path the login goes to (set only by the provider; may be empty).
 	Resume string
+	// PausedRequest refers to the paused OAuth request the login continues
+	// (Destination.PausedRequest: a hash, never the request's token; may be empty).
+	PausedRequest string
 	// Payload is purpose-specific data (may be empty): for PurposeLinkPassword the argon2id
 	// hash of the password to add.
 	Payload   string
@@ -125,6 +127,9 @@ type TokenStore interface {
 	// concurrent consumers exactly one wins), and returns it. Any other token yields
 	// ErrInvalidToken.
 	ConsumeOneTimeToken(ctx context.Context, idHash, purpose string, now time.Time) (*OneTimeToken, error)
+	// UsableOneTimeToken returns the token with that hash and purpose while it is unused
+	// and unexpired at now, without consuming it; any other token yields ErrInvalidToken.
+	UsableOneTimeToken(ctx context.Context, idHash, purpose string, now time.Time) (*OneTimeToken, error)
 }
 
 // PINStore persists PIN challenges.

@@ -58,13 +58,15 @@ func (s *Store) AuthRequestByIDHash(ctx context.Context, idHash string, now time
 	}, nil
 }
 
-// CompleteAuthRequestLogin records that userID logged in at authTime for this very request.
-// It returns ErrNotFound when there is no request with that id hash (expired or not: the
-// caller has just read it with AuthRequestByIDHash).
-func (s *Store) CompleteAuthRequestLogin(ctx context.Context, idHash, userID string, authTime time.Time) error {
+// CompleteAuthRequestLogin records that userID logged in at authTime for this very request
+// and re-keys it under newIDHash (the hash of a new token; idHash to keep the key). It
+// returns ErrNotFound when there is no request with that id hash (expired or not: the
+// caller has just read it with AuthRequestByIDHash), so of two concurrent logins into one
+// request only one re-keys it.
+func (s *Store) CompleteAuthRequestLogin(ctx context.Context, idHash, newIDHash, userID string, authTime time.Time) error {
 	res := s.conn(ctx).Model(&authRequestModel{}).
 		Where("id_hash = ?", idHash).
-		Updates(map[string]any{"user_id": userID, "auth_time": utc(authTime)})
+		Updates(map[string]any{"id_hash": newIDHash, "user_id": userID, "auth_time": utc(authTime)})
 	if res.Error != nil {
 		return fmt.Errorf("storage: complete auth request login: %w", res.Error)
 	}

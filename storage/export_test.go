@@ -45,3 +45,8 @@ func LatestSchemaVersion() int {
 	ms := migrations()
 	return ms[len(ms)-1].version
 }
+
+// ExecSQL runs one statement on the pool, for tests that write rows as an older release did.
+func (s *Store) ExecSQL(ctx context.Context, sql string, args ...any) error {
+	return s.db.WithContext(ctx).Exec(sql, args...).Error
+}

@@ -31,7 +31,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 	return s.migrateTo(ctx, math.MaxInt)
 }
 
-// migrateTo is Migrate applying the migrations up to version last only.
+// migrateTo is Migrate up to and including version last.
 func (s *Store) migrateTo(ctx context.Context, last int) error {
 	err := s.migrationTx(ctx, func(tx *gorm.DB) error {
 		return tx.Exec(s.ddl(`CREATE TABLE IF NOT EXISTS schema_migrations (

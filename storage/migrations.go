@@ -22,6 +22,7 @@ func migrations() []migration {
 		{version: 6, name: "clients registered as resource servers", up: func(tx *gorm.DB, d dialect) error {
 			return execAll(tx, d, schemaV6())
 		}},
+		{version: 7, name: "mailed links and PIN challenges refer to paused requests by hash", up: migrateV7},
 		{version: 8, name: "token tables indexed by subject, for revoking a user's grants", up: func(tx *gorm.DB, d dialect) error {
 			return execAll(tx, d, schemaV8())
 		}},

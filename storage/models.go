@@ -212,10 +212,12 @@ type oneTimeTokenModel struct {
 	Email       string
 	RedirectURI string `gorm:"column:redirect_uri"`
 	Resume      string
-	Payload     string
-	CreatedAt   time.Time `gorm:"autoCreateTime:false"`
-	ExpiresAt   time.Time
-	UsedAt      *time.Time
+	// PausedRequest is publicauth.Destination.PausedRequest (added by migration v7).
+	PausedRequest string
+	Payload       string
+	CreatedAt     time.Time `gorm:"autoCreateTime:false"`
+	ExpiresAt     time.Time
+	UsedAt        *time.Time
 }
 
 func (oneTimeTokenModel) TableName() string { return "one_time_tokens" }
@@ -228,10 +230,12 @@ type pinChallengeModel struct {
 	Method      string
 	RedirectURI string `gorm:"column:redirect_uri"`
 	Resume      string
-	Attempts    int
-	CreatedAt   time.Time `gorm:"autoCreateTime:false"`
-	ExpiresAt   time.Time
-	UsedAt      *time.Time
+	// PausedRequest is publicauth.Destination.PausedRequest (added by migration v7).
+	PausedRequest string
+	Attempts      int
+	CreatedAt     time.Time `gorm:"autoCreateTime:false"`
+	ExpiresAt     time.Time
+	UsedAt        *time.Time
 }
 
 func (pinChallengeModel) TableName() string { return "pin_challenges" }

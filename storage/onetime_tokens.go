@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/gatehouse-id/gatehouse/publicauth"
@@ -10,16 +11,17 @@ import (
 
 func (m *oneTimeTokenModel) toToken() *publicauth.OneTimeToken {
 	return &publicauth.OneTimeToken{
-		IDHash:      m.IDHash,
-		Purpose:     m.Purpose,
-		UserID:      m.UserID,
-		Email:       m.Email,
-		RedirectURI: m.RedirectURI,
-		Resume:      m.Resume,
-		Payload:     m.Payload,
-		CreatedAt:   timeUTC(m.CreatedAt),
-		ExpiresAt:   timeUTC(m.ExpiresAt),
-		UsedAt:      timePtrUTC(m.UsedAt),
+		IDHash:        m.IDHash,
+		Purpose:       m.Purpose,
+		UserID:        m.UserID,
+		Email:         m.Email,
+		RedirectURI:   m.RedirectURI,
+		Resume:        m.Resume,
+		PausedRequest: m.PausedRequest,
+		Payload:       m.Payload,
+		CreatedAt:     timeUTC(m.CreatedAt),
+		ExpiresAt:     timeUTC(m.ExpiresAt),
+		UsedAt:        timePtrUTC(m.UsedAt),
 	}
 }
 
@@ -32,16 +34,17 @@ func (s *Store) CreateOneTimeToken(ctx context.Context, t *publicauth.OneTimeTok
 		t.CreatedAt = s.nowUTC()
 	}
 	m := oneTimeTokenModel{
-		IDHash:      t.IDHash,
-		Purpose:     t.Purpose,
-		UserID:      t.UserID,
-		Email:       t.Email,
-		RedirectURI: t.RedirectURI,
-		Resume:      t.Resume,
-		Payload:     t.Payload,
-		CreatedAt:   utc(t.CreatedAt),
-		ExpiresAt:   utc(t.ExpiresAt),
-		UsedAt:      utcPtr(t.UsedAt),
+		IDHash:        t.IDHash,
+		Purpose:       t.Purpose,
+		UserID:        t.UserID,
+		Email:         t.Email,
+		RedirectURI:   t.RedirectURI,
+		Resume:        t.Resume,
+		PausedRequest: t.PausedRequest,
+		Payload:       t.Payload,
+		CreatedAt:     utc(t.CreatedAt),
+		ExpiresAt:     utc(t.ExpiresAt),
+		UsedAt:        utcPtr(t.UsedAt),
 	}
 	err := s.inTx(ctx, func(tx *gorm.DB) error {
 		if supersede {
@@ -70,6 +73,21 @@ func (s *Store) ConsumeOneTimeToken(ctx context.Context, idHash, purpose string,
 		})
 	if err != nil {
 		return nil, err
+	}
+	return m.toToken(), nil
+}
+
+// UsableOneTimeToken returns the token with that hash and purpose while it is unused and
+// unexpired at now, without consuming it; any other token yields publicauth.ErrInvalidToken.
+// It implements publicauth.TokenStore.
+func (s *Store) UsableOneTimeToken(ctx context.Context, idHash, purpose string, now time.Time) (*publicauth.OneTimeToken, error) {
+	var m oneTimeTokenModel
+	err := s.conn(ctx).Take(&m, "id_hash = ? AND purpose = ? AND used_at IS NULL AND expires_at > ?", idHash, purpose, utc(now)).Error
+	if isNotFound(err) {
+		return nil, publicauth.ErrInvalidToken
+	}
+	if err != nil {
+		return nil, fmt.Errorf("storage: get one-time token: %w", err)
 	}
 	return m.toToken(), nil
 }

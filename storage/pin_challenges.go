@@ -16,7 +16,7 @@ func (m *pinChallengeModel) toChallenge() *publicauth.PINChallenge {
 		PINHash:     m.PINHash,
 		Kind:        m.Kind,
 		Method:      m.Method,
-		Destination: publicauth.Destination{RedirectURI: m.RedirectURI, Resume: m.Resume},
+		Destination: publicauth.Destination{RedirectURI: m.RedirectURI, Resume: m.Resume, PausedRequest: m.PausedRequest},
 		Attempts:    m.Attempts,
 		CreatedAt:   timeUTC(m.CreatedAt),
 		ExpiresAt:   timeUTC(m.ExpiresAt),
@@ -32,17 +32,18 @@ func (s *Store) CreatePINChallenge(ctx context.Context, c *publicauth.PINChallen
 		c.CreatedAt = s.nowUTC()
 	}
 	m := pinChallengeModel{
-		ID:          c.ID,
-		UserID:      c.UserID,
-		PINHash:     c.PINHash,
-		Kind:        c.Kind,
-		Method:      c.Method,
-		RedirectURI: c.Destination.RedirectURI,
-		Resume:      c.Destination.Resume,
-		Attempts:    c.Attempts,
-		CreatedAt:   utc(c.CreatedAt),
-		ExpiresAt:   utc(c.ExpiresAt),
-		UsedAt:      utcPtr(c.UsedAt),
+		ID:            c.ID,
+		UserID:        c.UserID,
+		PINHash:       c.PINHash,
+		Kind:          c.Kind,
+		Method:        c.Method,
+		RedirectURI:   c.Destination.RedirectURI,
+		Resume:        c.Destination.Resume,
+		PausedRequest: c.Destination.PausedRequest,
+		Attempts:      c.Attempts,
+		CreatedAt:     utc(c.CreatedAt),
+		ExpiresAt:     utc(c.ExpiresAt),
+		UsedAt:        utcPtr(c.UsedAt),
 	}
 	err := s.guarded(ctx, func(db *gorm.DB) error { return db.Create(&m).Error })
 	return userRowError("create PIN challenge", err)

@@ -29,15 +29,16 @@ func publicAuthCases() []storageCase {
 
 func newToken(hash, purpose, userID string, exp time.Time) *publicauth.OneTimeToken {
 	return &publicauth.OneTimeToken{
-		IDHash:      hash,
-		Purpose:     purpose,
-		UserID:      userID,
-		Email:       "Sent@Example.com",
-		RedirectURI: "https://app.example/callback",
-		Resume:      "/api/oauth/authorize/resume?request=r",
-		Payload:     "payload of " + hash,
-		CreatedAt:   t0.Add(-time.Minute),
-		ExpiresAt:   exp,
+		IDHash:        hash,
+		Purpose:       purpose,
+		UserID:        userID,
+		Email:         "Sent@Example.com",
+		RedirectURI:   "https://app.example/callback",
+		Resume:        "/signed-in",
+		PausedRequest: "hash-of-a-paused-request",
+		Payload:       "payload of " + hash,
+		CreatedAt:     t0.Add(-time.Minute),
+		ExpiresAt:     exp,
 	}
 }
 
@@ -65,6 +66,24 @@ func testOneTimeTokenConsume(t *testing.T, s *storage.Store) {
 	_, err = s.ConsumeOneTimeToken(ctx, "nope", publicauth.PurposeMagicLink, t0)
 	checkErr(t, "Consume unknown", err, publicauth.ErrInvalidToken)
 
+	// Looking a token up spends nothing: the lookup of a link opened by a GET.
+	for _, c := range []struct {
+		name, hash, purpose string
+		want                error
+	}{
+		{"another purpose", "live", publicauth.PurposePasswordReset, publicauth.ErrInvalidToken},
+		{"at its expiry", "expired", publicauth.PurposeMagicLink, publicauth.ErrInvalidToken},
+		{"unknown", "nope", publicauth.PurposeMagicLink, publicauth.ErrInvalidToken},
+		{"live", "live", publicauth.PurposeMagicLink, nil},
+		{"live again", "live", publicauth.PurposeMagicLink, nil},
+	} {
+		got, err := s.UsableOneTimeToken(ctx, c.hash, c.purpose, t0.In(otherZone))
+		checkErr(t, "UsableOneTimeToken of "+c.name, err, c.want)
+		if err == nil && !reflect.DeepEqual(got, want) {
+			t.Errorf("UsableOneTimeToken:\ngot  %+v\nwant %+v", got, want)
+		}
+	}
+
 	got, err := s.ConsumeOneTimeToken(ctx, "live", publicauth.PurposeMagicLink, t0.In(otherZone))
 	mustNoErr(t, "Consume", err)
 	used := t0
@@ -74,6 +93,8 @@ func testOneTimeTokenConsume(t *testing.T, s *storage.Store) {
 	}
 	_, err = s.ConsumeOneTimeToken(ctx, "live", publicauth.PurposeMagicLink, t0)
 	checkErr(t, "Consume twice", err, publicauth.ErrInvalidToken)
+	_, err = s.UsableOneTimeToken(ctx, "live", publicauth.PurposeMagicLink, t0)
+	checkErr(t, "UsableOneTimeToken once consumed", err, publicauth.ErrInvalidToken)
 }
 
 func testOneTimeTokenSupersede(t *testing.T, s *storage.Store) {
@@ -121,7 +142,7 @@ func newChallenge(id, userID string, exp time.Time) *publicauth.PINChallenge {
 		Kind:    publicauth.SessionAdmin,
 		Method:  publicauth.MethodPassword,
 		Destination: publicauth.Destination{
-			RedirectURI: "https://app.example/callback", Resume: "/api/oauth/authorize/resume?request=r",
+			RedirectURI: "https://app.example/callback", Resume: "/signed-in", PausedRequest: "hash-of-a-paused-request",
 		},
 		CreatedAt: t0.Add(-time.Minute),
 		ExpiresAt: exp,

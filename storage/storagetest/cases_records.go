@@ -141,7 +141,7 @@ func testMissingRows(t *testing.T, s *storage.Store) {
 			return s.CreateSession(ctx, &publicauth.Session{IDHash: "h", UserID: "nope", Kind: publicauth.SessionPublic, ExpiresAt: t0})
 		}, publicauth.ErrUserNotFound},
 		{"AuthRequestByIDHash", func() error { _, err := s.AuthRequestByIDHash(ctx, "nope", t0); return err }, storage.ErrNotFound},
-		{"CompleteAuthRequestLogin", func() error { return s.CompleteAuthRequestLogin(ctx, "nope", "u", t0) }, storage.ErrNotFound},
+		{"CompleteAuthRequestLogin", func() error { return s.CompleteAuthRequestLogin(ctx, "nope", "nope", "u", t0) }, storage.ErrNotFound},
 		{"DeleteAuthRequest", func() error { return s.DeleteAuthRequest(ctx, "nope") }, nil},
 		{"CreateAuthRequest unknown client", func() error {
 			return s.CreateAuthRequest(ctx, &storage.AuthRequest{IDHash: "h", ClientID: "nope", ExpiresAt: t0})
@@ -315,7 +315,7 @@ func testTimeZones(t *testing.T, s *storage.Store) {
 			mustCreateClient(t, s, "tz-ar")
 			r := &storage.AuthRequest{IDHash: "tz", ClientID: "tz-ar", Form: "a=b", RequestedAt: in, ExpiresAt: in.Add(time.Hour)}
 			mustNoErr(t, "CreateAuthRequest", s.CreateAuthRequest(ctx, r))
-			mustNoErr(t, "CompleteAuthRequestLogin", s.CompleteAuthRequestLogin(ctx, "tz", user.ID, in))
+			mustNoErr(t, "CompleteAuthRequestLogin", s.CompleteAuthRequestLogin(ctx, "tz", "tz", user.ID, in))
 			got, err := s.AuthRequestByIDHash(ctx, "tz", in)
 			mustNoErr(t, "AuthRequestByIDHash", err)
 			if got.AuthTime == nil {
@@ -419,14 +419,20 @@ func testAuthRequest(t *testing.T, s *storage.Store) {
 	checkErr(t, "AuthRequestByIDHash at expiry", err, storage.ErrNotFound)
 
 	authTime := t0.Add(time.Minute)
-	mustNoErr(t, "CompleteAuthRequestLogin", s.CompleteAuthRequestLogin(ctx, "ar-1", "user-1", authTime))
-	got, err = s.AuthRequestByIDHash(ctx, "ar-1", t0)
+	// The login re-keys the request: the old key finds nothing, and a second login under
+	// it (a concurrent one) gets ErrNotFound.
+	mustNoErr(t, "CompleteAuthRequestLogin", s.CompleteAuthRequestLogin(ctx, "ar-1", "ar-1b", "user-1", authTime))
+	_, err = s.AuthRequestByIDHash(ctx, "ar-1", t0)
+	checkErr(t, "AuthRequestByIDHash of the old key", err, storage.ErrNotFound)
+	checkErr(t, "CompleteAuthRequestLogin of the old key",
+		s.CompleteAuthRequestLogin(ctx, "ar-1", "ar-1c", "user-2", authTime), storage.ErrNotFound)
+	got, err = s.AuthRequestByIDHash(ctx, "ar-1b", t0)
 	mustNoErr(t, "AuthRequestByIDHash after login", err)
 	if got.UserID != "user-1" || got.AuthTime == nil || !got.AuthTime.Equal(authTime) {
 		t.Errorf("got user %q auth time %v, want user-1 at %v", got.UserID, got.AuthTime, authTime)
 	}
-	mustNoErr(t, "DeleteAuthRequest", s.DeleteAuthRequest(ctx, "ar-1"))
-	_, err = s.AuthRequestByIDHash(ctx, "ar-1", t0)
+	mustNoErr(t, "DeleteAuthRequest", s.DeleteAuthRequest(ctx, "ar-1b"))
+	_, err = s.AuthRequestByIDHash(ctx, "ar-1b", t0)
 	checkErr(t, "AuthRequestByIDHash after delete", err, storage.ErrNotFound)
 }
 
