@@ -12,12 +12,12 @@ import (
 // is off by default. Each provider's callback URL, to register there, is the issuer plus
 // /api/auth/google/callback, /api/auth/facebook/callback or /api/auth/oidc/{name}/callback.
 type SocialConfig struct {
-	// Google is enabled by its ClientID and ClientSecret, given together.
+	// Google is enabled by its ClientID and ClientSecret, given together. Default off.
 	Google SocialProvider
-	// Facebook is enabled by its ClientID and ClientSecret, given together.
+	// Facebook is enabled by its ClientID and ClientSecret, given together. Default off.
 	Facebook SocialProvider
 	// OIDC lists OpenID Connect providers upstream of Gatehouse (a corporate IdP, another
-	// Gatehouse); each is enabled by being listed. Names must be unique.
+	// Gatehouse); each is enabled by being listed. Names must be unique. Default none.
 	OIDC []OIDCUpstream
 	// HTTPClient makes every call to a provider. Default: a client with a
 	// social.DefaultHTTPTimeout (10-second) timeout. For tests and private deployments (a
