@@ -17,32 +17,35 @@ import (
 // has a working default, stated on the field; New validates the whole struct at once.
 type Config struct {
 	// Issuer is the public base URL of the provider: the `iss` of every token and the prefix
-	// of every endpoint in discovery. No trailing slash. Default "http://localhost:8080".
+	// of every endpoint in discovery. A trailing slash is dropped. Default DefaultIssuer.
 	Issuer string
-	// DSN selects the database: "sqlite:PATH" or "postgres://…". Default
-	// "sqlite:gatehouse.db". Ignored when WithStore is given.
+	// DSN selects the database: "sqlite:PATH" or "postgres://…". Default DefaultDSN.
+	// Ignored when WithStore is given.
 	DSN string
 	// Secret is the system secret (at least 32 bytes). Client secrets are keyed-hashed
 	// and signing keys encrypted under keys derived from it. Required.
 	Secret []byte
 
-	// AuthorizeCodeLifespan: default 10 minutes.
+	// AuthorizeCodeLifespan: default DefaultAuthorizeCodeLifespan (10 minutes).
 	AuthorizeCodeLifespan time.Duration
-	// AccessTokenLifespan: default 1 hour.
+	// AccessTokenLifespan: default DefaultAccessTokenLifespan (1 hour).
 	AccessTokenLifespan time.Duration
-	// IDTokenLifespan: default 1 hour.
+	// IDTokenLifespan: default DefaultIDTokenLifespan (1 hour).
 	IDTokenLifespan time.Duration
-	// RefreshTokenLifespan: default 30 days.
+	// RefreshTokenLifespan: default DefaultRefreshTokenLifespan (30 days).
 	RefreshTokenLifespan time.Duration
-	// PublicSessionLifespan is how long a `public-session` lasts: default 7 days.
+	// PublicSessionLifespan is how long a `public-session` lasts: default
+	// publicauth.DefaultSessionLifespan (7 days), whose rules it follows.
 	PublicSessionLifespan time.Duration
-	// AdminSessionLifespan is how long an `admin-session` lasts: default 8 hours.
+	// AdminSessionLifespan is how long an `admin-session` lasts: default
+	// publicauth.DefaultAdminSessionLifespan (8 hours), whose rules it follows.
 	AdminSessionLifespan time.Duration
 	// LoginRequestLifespan is how long a user has to log in and consent once an
-	// authorization request has been paused for it: default 30 minutes.
+	// authorization request has been paused for it: default DefaultLoginRequestLifespan
+	// (30 minutes).
 	LoginRequestLifespan time.Duration
 
-	// AccessTokenAlg is the JWS algorithm of access tokens: "RS256" (default) or "ES256".
+	// AccessTokenAlg is the JWS algorithm of access tokens: AlgRS256 (default) or AlgES256.
 	AccessTokenAlg string
 	// AllowConfidentialWithoutPKCE relaxes the PKCE requirement for confidential clients.
 	// Default false: every authorization request must carry an S256 code_challenge.
@@ -50,25 +53,29 @@ type Config struct {
 	// SkipMigrate leaves the database schema alone at start-up (run `migrate` yourself).
 	// Default false: pending migrations are applied by New.
 	SkipMigrate bool
-	// JanitorInterval is how often expired rows are deleted: default 10 minutes; a negative
-	// value turns the janitor off.
+	// JanitorInterval is how often expired rows are deleted: default DefaultJanitorInterval
+	// (10 minutes); a negative value turns the janitor off.
 	JanitorInterval time.Duration
 	// KeyReloadInterval is how often the key set is re-read from the database, so a key
-	// rotated on another replica is published here too: default 1 minute. A rotated key
+	// rotated on another replica is published here too: default DefaultKeyReloadInterval
+	// (1 minute). A rotated key
 	// starts signing one and a half intervals after the rotation, once every replica
 	// publishes it.
 	KeyReloadInterval time.Duration
 	// TemplateDir, when set, holds *.html files that replace the embedded hosted pages of
 	// the same name: layout.html, login.html, register.html, consent.html, pin.html,
 	// forgot_password.html, reset_password.html, confirm_password.html, magic_login.html, notice.html,
-	// signed_in.html, logged_out.html, error.html.
+	// signed_in.html, logged_out.html, error.html. Default "": the embedded pages only.
 	TemplateDir string
 
-	// PublicAuth configures mail, the PIN gate, magic links, password reset and rate limits.
+	// PublicAuth configures mail, the PIN gate, magic links, password reset and rate limits;
+	// its defaults are stated on its fields.
 	PublicAuth PublicAuthConfig
-	// Permissions configures the per-application permission routes.
+	// Permissions configures the per-application permission routes; its zero value is the
+	// default.
 	Permissions PermissionsConfig
 	// Social configures login through Google, Facebook and upstream OpenID Connect providers.
+	// Default: none of them.
 	Social SocialConfig
 }
 
@@ -116,6 +123,21 @@ func WithStore(s *storage.Store) Option {
 	}
 }
 
+// Defaults of Config. The defaults of the settings package publicauth owns are its own
+// (publicauth.DefaultSessionLifespan and the rest).
+const (
+	DefaultIssuer                = "http://localhost:8080"
+	DefaultDSN                   = "sqlite:./gatehouse.db"
+	DefaultAuthorizeCodeLifespan = 10 * time.Minute
+	DefaultAccessTokenLifespan   = time.Hour
+	DefaultIDTokenLifespan       = time.Hour
+	DefaultRefreshTokenLifespan  = 30 * 24 * time.Hour
+	DefaultLoginRequestLifespan  = 30 * time.Minute
+	DefaultAccessTokenAlg        = AlgRS256
+	DefaultJanitorInterval       = 10 * time.Minute
+	DefaultKeyReloadInterval     = time.Minute
+)
+
 // withDefaults returns cfg with every zero field set to its documented default, or an error
 // naming every invalid field.
 func (cfg Config) withDefaults() (Config, error) {
@@ -125,23 +147,21 @@ func (cfg Config) withDefaults() (Config, error) {
 		}
 	}
 	if cfg.Issuer == "" {
-		cfg.Issuer = "http://localhost:8080"
+		cfg.Issuer = DefaultIssuer
 	}
 	cfg.Issuer = strings.TrimRight(cfg.Issuer, "/")
 	if cfg.DSN == "" {
-		cfg.DSN = "sqlite:gatehouse.db"
+		cfg.DSN = DefaultDSN
 	}
-	def(&cfg.AuthorizeCodeLifespan, 10*time.Minute)
-	def(&cfg.AccessTokenLifespan, time.Hour)
-	def(&cfg.IDTokenLifespan, time.Hour)
-	def(&cfg.RefreshTokenLifespan, 30*24*time.Hour)
-	def(&cfg.PublicSessionLifespan, 7*24*time.Hour)
-	def(&cfg.AdminSessionLifespan, 8*time.Hour)
-	def(&cfg.LoginRequestLifespan, 30*time.Minute)
-	def(&cfg.JanitorInterval, 10*time.Minute)
-	def(&cfg.KeyReloadInterval, time.Minute)
+	def(&cfg.AuthorizeCodeLifespan, DefaultAuthorizeCodeLifespan)
+	def(&cfg.AccessTokenLifespan, DefaultAccessTokenLifespan)
+	def(&cfg.IDTokenLifespan, DefaultIDTokenLifespan)
+	def(&cfg.RefreshTokenLifespan, DefaultRefreshTokenLifespan)
+	def(&cfg.LoginRequestLifespan, DefaultLoginRequestLifespan)
+	def(&cfg.JanitorInterval, DefaultJanitorInterval)
+	def(&cfg.KeyReloadInterval, DefaultKeyReloadInterval)
 	if cfg.AccessTokenAlg == "" {
-		cfg.AccessTokenAlg = AlgRS256
+		cfg.AccessTokenAlg = DefaultAccessTokenAlg
 	}
 
 	var errs []error
@@ -157,21 +177,22 @@ func (cfg Config) withDefaults() (Config, error) {
 	for name, d := range map[string]time.Duration{
 		"authorize code lifespan": cfg.AuthorizeCodeLifespan, "access token lifespan": cfg.AccessTokenLifespan,
 		"id token lifespan": cfg.IDTokenLifespan, "refresh token lifespan": cfg.RefreshTokenLifespan,
-		"public session lifespan": cfg.PublicSessionLifespan, "admin session lifespan": cfg.AdminSessionLifespan,
 		"login request lifespan": cfg.LoginRequestLifespan, "key reload interval": cfg.KeyReloadInterval,
 	} {
 		if d < 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive", name))
 		}
 	}
-	var err error
-	if cfg.PublicAuth, err = cfg.PublicAuth.withDefaults(cfg.Issuer); err != nil {
+	// publicauth owns the defaults and rules of the settings it is configured with.
+	auth, err := cfg.publicAuthConfig().WithDefaults()
+	if err != nil {
+		errs = append(errs, fmt.Errorf("public authentication: %w", err))
+	}
+	cfg.PublicSessionLifespan, cfg.AdminSessionLifespan = auth.SessionLifespan, auth.AdminSessionLifespan
+	if cfg.PublicAuth, err = cfg.PublicAuth.withDefaults(auth, cfg.Issuer); err != nil {
 		errs = append(errs, err)
 	}
-	if cfg.Permissions, err = cfg.Permissions.withDefaults(); err != nil {
-		errs = append(errs, err)
-	}
-	if cfg.Social, err = cfg.Social.withDefaults(cfg.Issuer); err != nil {
+	if err := cfg.Social.validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -9,9 +9,3 @@ type PermissionsConfig struct {
 	// with tokens issued before the revocation.
 	KeepTokensOnRevoke bool
 }
-
-// withDefaults returns c with every zero field set to its documented default, or an error
-// naming every invalid field. Every field's zero value is its default.
-func (c PermissionsConfig) withDefaults() (PermissionsConfig, error) {
-	return c, nil
-}

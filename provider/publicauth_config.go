@@ -3,10 +3,8 @@ package provider
 import (
 	"errors"
 	"fmt"
-	"net/mail"
 	"net/netip"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/gatehouse-id/gatehouse/publicauth"
@@ -16,37 +14,47 @@ import (
 
 // PublicAuthConfig configures public authentication beyond passwords and sessions: mail,
 // the PIN gate, magic links, email verification, password reset and rate limits. The zero
-// value works: mail is logged instead of sent, limits are kept in memory.
+// value works: mail is logged instead of sent, limits are kept in memory. Most fields are
+// publicauth.Config's under a provider-wide name; their defaults and rules are publicauth's,
+// and New fills the defaults in.
 type PublicAuthConfig struct {
 	// SMTPURL selects the mail server: "smtp://[user:pass@]host:port" (STARTTLS whenever
 	// the server offers it) or "smtps://[user:pass@]host:port" (implicit TLS). Default
 	// empty: no mail is sent; each message, with its link or PIN, is written to the log so
 	// a local server stays usable.
 	SMTPURL string
-	// MailFrom is the sender of every mail: an address or "Name <address>". Required when
-	// SMTPURL is set; default "Gatehouse <no-reply@HOST>" with HOST the issuer's host.
+	// MailFrom is the sender of every mail: an address or "Name <address>"
+	// (publicauth.ParseSender). Required when SMTPURL is set; default "SERVICE
+	// <no-reply@HOST>" with SERVICE the ServiceName and HOST the issuer's host.
 	MailFrom string
-	// ServiceName names the deployment in mail subjects and greetings. Default "Gatehouse".
+	// ServiceName names the deployment in mail subjects and greetings. Default
+	// publicauth.DefaultServiceName ("Gatehouse").
 	ServiceName string
 	// MailTemplateDir, when set, holds mail templates replacing the embedded ones of the
 	// same name (e.g. magic_link.subject.tmpl, magic_link.txt.tmpl, magic_link.html.tmpl).
+	// Default "": the embedded templates only.
 	MailTemplateDir string
 
 	// RequirePIN turns the PIN gate on for every user: a password or magic-link login then
 	// asks for a 6-digit PIN sent by mail. Default false: only users whose own flag is set.
 	RequirePIN bool
 
-	// MagicLinkLifespan is how long a magic link works: default 15 minutes.
+	// MagicLinkLifespan is how long a magic link works: default
+	// publicauth.DefaultMagicLinkLifespan (15 minutes).
 	MagicLinkLifespan time.Duration
-	// PINLifespan is how long a mailed PIN works: default 10 minutes.
+	// PINLifespan is how long a mailed PIN works: default publicauth.DefaultPINLifespan (10
+	// minutes).
 	PINLifespan time.Duration
-	// VerificationLifespan is how long an email-verification link works: default 24 hours.
+	// VerificationLifespan is how long an email-verification link works: default
+	// publicauth.DefaultVerificationLifespan (24 hours).
 	VerificationLifespan time.Duration
 	// PasswordResetLifespan is how long a password-reset link works, and a link that
-	// confirms adding a password to a social-only account: default 1 hour.
+	// confirms adding a password to a social-only account: default
+	// publicauth.DefaultPasswordResetLifespan (1 hour).
 	PasswordResetLifespan time.Duration
 	// MagicLinkAllowedOrigins are origins ("https://app.example.com") whose URLs a magic
-	// link may redirect to besides the redirect URIs registered by clients. Default none.
+	// link may redirect to besides the redirect URIs registered by clients, by the rule of
+	// publicauth.Config.MagicLinkAllowedOrigins. Default none.
 	MagicLinkAllowedOrigins []string
 
 	// RedisURL, when set ("redis://[user:pass@]host:6379/0" or "rediss://…"), keeps the
@@ -58,64 +66,60 @@ type PublicAuthConfig struct {
 	// TCP connection, and the header is ignored.
 	TrustedProxies []netip.Prefix
 	// LoginRateLimit caps the attempts one client IP makes at one endpoint (login,
-	// register, magic link, PIN, password reset, verification): default 100 a minute, so
-	// an office behind one NAT is not locked out. A negative Limit turns it off.
+	// register, magic link, PIN, password reset, verification): default
+	// publicauth.DefaultPerIPLimit a publicauth.DefaultPerIPWindow (100 a minute), so an
+	// office behind one NAT is not locked out. A negative Limit turns it off.
 	LoginRateLimit RateLimit
 	// AccountMailLimit caps the mails (magic link, PIN, reset, verification, password
-	// linking) sent to one account per kind: default 5 in 15 minutes.
+	// linking) sent to one account per kind: default publicauth.DefaultPerAccountLimit in
+	// publicauth.DefaultPerAccountWindow (5 in 15 minutes).
 	AccountMailLimit RateLimit
-	// LockoutLimit is how many failed logins lock an account, and for how long: default 10
-	// failures, locked until 15 minutes after the first of them.
+	// LockoutLimit is how many failed logins lock an account, and for how long: default
+	// publicauth.DefaultLockoutLimit failures, locked until publicauth.DefaultLockoutWindow
+	// after the first of them (10 in 15 minutes).
 	LockoutLimit RateLimit
 	// TokenErrorLimit caps the failed client authentications (401 invalid_client: a wrong
 	// client secret) one IP makes at the token, revocation and introspection endpoints:
-	// default 100 a minute. Over it those endpoints answer 429 slow_down until the window
+	// default DefaultTokenErrorLimit a DefaultTokenErrorWindow (100 a minute), by the rules
+	// of publicauth.Rate. Over it those endpoints answer 429 slow_down until the window
 	// ends, so client secrets cannot be guessed at speed. Nothing else is counted.
 	TokenErrorLimit RateLimit
 
 	// PasswordHashConcurrency is how many password hashes or checks (argon2id, about 19 MiB
 	// each) run at once, which bounds the memory a burst of logins takes. Default the
-	// number of CPUs Go uses (GOMAXPROCS).
+	// number of CPUs Go uses (GOMAXPROCS); see publicauth.Config.PasswordHashConcurrency.
 	PasswordHashConcurrency int
 	// PasswordHashQueue is how many more logins, registrations or resets may wait for one;
-	// beyond it they are answered 503 with Retry-After. Default 16 × PasswordHashConcurrency;
-	// negative: none wait.
+	// beyond it they are answered 503 with Retry-After. Default
+	// publicauth.DefaultPasswordHashQueueFactor (16) × PasswordHashConcurrency; negative: none
+	// wait.
 	PasswordHashQueue int
 }
 
-// RateLimit is a number of attempts allowed per window. The zero value takes the default
-// of the field it is in.
-type RateLimit struct {
-	Limit  int
-	Window time.Duration
-}
+// RateLimit is a number of attempts allowed per window: publicauth's Rate. The zero value
+// takes the default of the field it is in; a negative Limit turns the limit off.
+type RateLimit = publicauth.Rate
 
-// withDefaults returns c with every zero field set to its documented default, or an error
-// naming every invalid field. issuer is the provider's validated issuer.
-func (c PublicAuthConfig) withDefaults(issuer string) (PublicAuthConfig, error) {
-	def := func(d *time.Duration, v time.Duration) {
-		if *d == 0 {
-			*d = v
-		}
-	}
-	def(&c.MagicLinkLifespan, 15*time.Minute)
-	def(&c.PINLifespan, 10*time.Minute)
-	def(&c.VerificationLifespan, 24*time.Hour)
-	def(&c.PasswordResetLifespan, time.Hour)
-	defRate := func(r *RateLimit, limit int, window time.Duration) {
-		if r.Limit == 0 && r.Window == 0 {
-			*r = RateLimit{Limit: limit, Window: window}
-		}
-	}
-	defRate(&c.LoginRateLimit, 100, time.Minute)
-	defRate(&c.AccountMailLimit, 5, 15*time.Minute)
-	defRate(&c.LockoutLimit, 10, 15*time.Minute)
-	defRate(&c.TokenErrorLimit, 100, time.Minute)
-	if c.ServiceName == "" {
-		c.ServiceName = "Gatehouse"
-	}
+// Defaults of PublicAuthConfig.TokenErrorLimit, the one limit the provider keeps itself.
+const (
+	DefaultTokenErrorLimit  = 100
+	DefaultTokenErrorWindow = time.Minute
+)
+
+// withDefaults returns c with the defaults of the settings publicauth owns taken from auth
+// (the same settings after publicauth.Config.WithDefaults) and its own settings defaulted,
+// or an error naming every invalid one of them. issuer is the provider's issuer.
+func (c PublicAuthConfig) withDefaults(auth publicauth.Config, issuer string) (PublicAuthConfig, error) {
+	c.ServiceName = auth.ServiceName
+	c.MagicLinkLifespan, c.PINLifespan = auth.MagicLinkLifespan, auth.PINLifespan
+	c.VerificationLifespan, c.PasswordResetLifespan = auth.VerificationLifespan, auth.PasswordResetLifespan
+	c.LoginRateLimit, c.AccountMailLimit, c.LockoutLimit = auth.Limits.PerIP, auth.Limits.PerAccount, auth.Limits.Lockout
 
 	var errs []error
+	var err error
+	if c.TokenErrorLimit, err = c.TokenErrorLimit.WithDefault(RateLimit{Limit: DefaultTokenErrorLimit, Window: DefaultTokenErrorWindow}); err != nil {
+		errs = append(errs, fmt.Errorf("TokenErrorLimit.%w", err))
+	}
 	if c.MailFrom == "" && c.SMTPURL == "" {
 		host := "localhost"
 		if u, err := url.Parse(issuer); err == nil && u.Hostname() != "" {
@@ -127,30 +131,8 @@ func (c PublicAuthConfig) withDefaults(issuer string) (PublicAuthConfig, error) 
 		errs = append(errs, errors.New("a mail sender (MailFrom) is required with an SMTP URL"))
 	}
 	if c.MailFrom != "" {
-		if _, err := mail.ParseAddress(c.MailFrom); err != nil {
-			errs = append(errs, fmt.Errorf("mail sender %q is not an address or \"Name <address>\"", c.MailFrom))
-		}
-	}
-	for name, d := range map[string]time.Duration{
-		"magic link lifespan": c.MagicLinkLifespan, "PIN lifespan": c.PINLifespan,
-		"verification lifespan": c.VerificationLifespan, "password reset lifespan": c.PasswordResetLifespan,
-	} {
-		if d < 0 {
-			errs = append(errs, fmt.Errorf("%s must be positive", name))
-		}
-	}
-	for name, r := range map[string]RateLimit{
-		"login rate limit": c.LoginRateLimit, "account mail limit": c.AccountMailLimit, "lockout limit": c.LockoutLimit,
-		"token error limit": c.TokenErrorLimit,
-	} {
-		if r.Limit >= 0 && r.Window <= 0 {
-			errs = append(errs, fmt.Errorf("%s needs a positive window", name))
-		}
-	}
-	for _, o := range c.MagicLinkAllowedOrigins {
-		if u, err := url.Parse(o); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" ||
-			strings.TrimSuffix(u.Path, "/") != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-			errs = append(errs, fmt.Errorf("magic link origin %q must be scheme://host[:port]", o))
+		if _, err := publicauth.ParseSender(c.MailFrom); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return c, errors.Join(errs...)
@@ -184,8 +166,15 @@ func newPublicAuth(cfg Config, store *storage.Store, limiter publicauth.Limiter,
 	default:
 		mailer = publicauth.NewLogMailer(o.logger)
 	}
-	rate := func(r RateLimit) publicauth.Rate { return publicauth.Rate{Limit: r.Limit, Window: r.Window} }
-	return publicauth.New(publicauth.Config{
+	return publicauth.New(cfg.publicAuthConfig(), store,
+		publicauth.WithClock(o.now), publicauth.WithRandom(o.random), publicauth.WithLogger(o.logger),
+		publicauth.WithMailer(mailer), publicauth.WithLimiter(limiter))
+}
+
+// publicAuthConfig is the configuration of the public authentication service cfg describes.
+func (cfg Config) publicAuthConfig() publicauth.Config {
+	pc := cfg.PublicAuth
+	return publicauth.Config{
 		SessionLifespan:         cfg.PublicSessionLifespan,
 		AdminSessionLifespan:    cfg.AdminSessionLifespan,
 		InsecureCookies:         !secureCookies(cfg.Issuer),
@@ -203,11 +192,9 @@ func newPublicAuth(cfg Config, store *storage.Store, limiter publicauth.Limiter,
 		PasswordHashConcurrency: pc.PasswordHashConcurrency,
 		PasswordHashQueue:       pc.PasswordHashQueue,
 		Limits: publicauth.RateLimits{
-			PerIP:      rate(pc.LoginRateLimit),
-			PerAccount: rate(pc.AccountMailLimit),
-			Lockout:    rate(pc.LockoutLimit),
+			PerIP:      pc.LoginRateLimit,
+			PerAccount: pc.AccountMailLimit,
+			Lockout:    pc.LockoutLimit,
 		},
-	}, store,
-		publicauth.WithClock(o.now), publicauth.WithRandom(o.random), publicauth.WithLogger(o.logger),
-		publicauth.WithMailer(mailer), publicauth.WithLimiter(limiter))
+	}
 }

@@ -12,31 +12,34 @@ import (
 // is off by default. Each provider's callback URL, to register there, is the issuer plus
 // /api/auth/google/callback, /api/auth/facebook/callback or /api/auth/oidc/{name}/callback.
 type SocialConfig struct {
-	// Google is enabled by its ClientID and ClientSecret, given together.
+	// Google is enabled by its ClientID and ClientSecret, given together. Default off.
 	Google SocialProvider
-	// Facebook is enabled by its ClientID and ClientSecret, given together.
+	// Facebook is enabled by its ClientID and ClientSecret, given together. Default off.
 	Facebook SocialProvider
 	// OIDC lists OpenID Connect providers upstream of Gatehouse (a corporate IdP, another
-	// Gatehouse); each is enabled by being listed. Names must be unique.
+	// Gatehouse); each is enabled by being listed. Names must be unique. Default none.
 	OIDC []OIDCUpstream
-	// HTTPClient makes every call to a provider. Default: a client with a 10-second
-	// timeout. For tests and private deployments (a proxy, a private CA).
+	// HTTPClient makes every call to a provider. Default: a client with a
+	// social.DefaultHTTPTimeout (10-second) timeout. For tests and private deployments (a
+	// proxy, a private CA).
 	HTTPClient *http.Client
 }
 
 // SocialProvider is Gatehouse's registration at Google or Facebook.
 type SocialProvider struct {
-	// ClientID and ClientSecret are the credentials the provider issued. Both or neither.
+	// ClientID and ClientSecret are the credentials the provider issued. Both or neither;
+	// default neither (off).
 	ClientID     string
 	ClientSecret string
-	// Scopes requested. Default "openid email profile" (Google), "email" (Facebook).
+	// Scopes requested. Default social.Upstream's: "openid email profile" (Google), "email"
+	// (Facebook).
 	Scopes []string
 	// AuthURL, TokenURL and ProfileURL replace the provider's endpoints, for tests and
-	// private deployments. Default: the provider's own.
+	// private deployments. Default "": the provider's own.
 	AuthURL, TokenURL, ProfileURL string
 }
 
-// enabled reports whether any credential is set; withDefaults then requires both.
+// enabled reports whether any credential is set; validate then requires both.
 func (c SocialProvider) enabled() bool { return c.ClientID != "" || c.ClientSecret != "" }
 
 // OIDCUpstream is one OpenID Connect provider upstream of Gatehouse.
@@ -51,17 +54,17 @@ type OIDCUpstream struct {
 	// ClientID and ClientSecret are Gatehouse's client at the upstream. Required.
 	ClientID     string
 	ClientSecret string
-	// Scopes requested. Default "openid email profile".
+	// Scopes requested. Default social.Upstream's: "openid email profile".
 	Scopes []string
 }
 
-// withDefaults returns c unchanged (every provider is off by default), or an error naming
-// every invalid field.
-func (c SocialConfig) withDefaults(_ string) (SocialConfig, error) {
+// validate names every invalid field, by package social's rules; c has no defaults of its
+// own to fill in (every provider is off by default, scopes are defaulted by social).
+func (c SocialConfig) validate() error {
 	if err := social.Validate(c.upstreams()); err != nil {
-		return c, fmt.Errorf("social login: %w", err)
+		return fmt.Errorf("social login: %w", err)
 	}
-	return c, nil
+	return nil
 }
 
 // upstreams lists the configured providers in the order of their login buttons.

@@ -58,6 +58,16 @@ func WithSMTPTimeout(d time.Duration) SMTPOption {
 	}
 }
 
+// ParseSender parses the sender of every mail: a bare address or "Name <address>" (RFC
+// 5322) on one line.
+func ParseSender(from string) (*mail.Address, error) {
+	addr, err := mail.ParseAddress(from)
+	if err != nil || strings.ContainsAny(from, "\r\n") {
+		return nil, fmt.Errorf("mail sender %q is not an address or \"Name <address>\"", from)
+	}
+	return addr, nil
+}
+
 // NewSMTPMailer returns a mailer for the server named by rawURL, sending as from.
 //
 // rawURL is smtp://[user:pass@]host:port, which upgrades to TLS with STARTTLS (RFC 3207)
@@ -72,9 +82,9 @@ func NewSMTPMailer(rawURL, from string, opts ...SMTPOption) (*SMTPMailer, error)
 	if err := m.parseURL(rawURL); err != nil {
 		return nil, fmt.Errorf("publicauth: SMTP URL: %w", err)
 	}
-	addr, err := mail.ParseAddress(from)
-	if err != nil || strings.ContainsAny(from, "\r\n") {
-		return nil, fmt.Errorf("publicauth: mail sender %q is not an address or \"Name <address>\"", from)
+	addr, err := ParseSender(from)
+	if err != nil {
+		return nil, fmt.Errorf("publicauth: %w", err)
 	}
 	m.from = addr
 	for _, opt := range opts {

@@ -6,14 +6,12 @@ import (
 	"strings"
 
 	"github.com/gatehouse-id/gatehouse/provider"
+	"github.com/gatehouse-id/gatehouse/publicauth"
 )
 
-// Defaults of the settings that the provider does not default itself.
-const (
-	defaultAddr   = ":8080"
-	defaultIssuer = "http://localhost:8080"
-	defaultDSN    = "sqlite:./gatehouse.db"
-)
+// defaultAddr is the default of the one serve setting the provider has no part in. Every
+// other flag's default is the exported default of the package that owns the setting.
+const defaultAddr = ":8080"
 
 // Config is what serve runs with, resolved from flags, GATEHOUSE_* variables and defaults.
 type Config struct {
@@ -40,7 +38,7 @@ type storeSettings struct {
 // addStoreFlags registers --dsn and --secret, storing the DSN into *dsn.
 func addStoreFlags(c *command, dsn *string) *storeSettings {
 	s := &storeSettings{}
-	s.dsn = c.stringVar(dsn, "dsn", "DSN", "GATEHOUSE_DSN", defaultDSN,
+	s.dsn = c.stringVar(dsn, "dsn", "DSN", "GATEHOUSE_DSN", provider.DefaultDSN,
 		`database: "sqlite:PATH" or "postgres://user:pass@host:5432/db?sslmode=disable"`)
 	s.secret = c.secretVar(&s.secretText, "secret", "SECRET", "GATEHOUSE_SECRET",
 		"system secret, at least 32 bytes; required with Postgres; with SQLite and none given,\n"+
@@ -65,24 +63,24 @@ func serveCommand() (c *command, resolve func() (Config, error)) {
 	var cfg Config
 	pc := &cfg.Provider
 	c.stringVar(&cfg.Addr, "addr", "HOST:PORT", "GATEHOUSE_ADDR", defaultAddr, "address to listen on")
-	issuer := c.stringVar(&pc.Issuer, "issuer", "URL", "GATEHOUSE_ISSUER", defaultIssuer,
+	issuer := c.stringVar(&pc.Issuer, "issuer", "URL", "GATEHOUSE_ISSUER", provider.DefaultIssuer,
 		"public base URL of the provider: the iss of every token")
 	store := addStoreFlags(c, &pc.DSN)
-	c.durationVar(&pc.AuthorizeCodeLifespan, "auth-code-ttl", "GATEHOUSE_AUTH_CODE_TTL", "10m", "authorization code lifetime")
-	c.durationVar(&pc.AccessTokenLifespan, "access-token-ttl", "GATEHOUSE_ACCESS_TOKEN_TTL", "1h", "access token lifetime")
-	c.durationVar(&pc.IDTokenLifespan, "id-token-ttl", "GATEHOUSE_ID_TOKEN_TTL", "1h", "ID token lifetime")
-	c.durationVar(&pc.RefreshTokenLifespan, "refresh-token-ttl", "GATEHOUSE_REFRESH_TOKEN_TTL", "720h", "refresh token lifetime")
-	c.durationVar(&pc.PublicSessionLifespan, "public-session-ttl", "GATEHOUSE_PUBLIC_SESSION_TTL", "168h", "public-session cookie lifetime")
-	c.durationVar(&pc.AdminSessionLifespan, "admin-session-ttl", "GATEHOUSE_ADMIN_SESSION_TTL", "8h", "admin-session cookie lifetime")
-	c.durationVar(&pc.LoginRequestLifespan, "login-request-ttl", "GATEHOUSE_LOGIN_REQUEST_TTL", "30m", "time a user has to log in and consent during an authorization request")
-	c.oneOfVar(&pc.AccessTokenAlg, "access-token-alg", "GATEHOUSE_ACCESS_TOKEN_ALG", provider.AlgRS256,
+	c.durationVar(&pc.AuthorizeCodeLifespan, "auth-code-ttl", "GATEHOUSE_AUTH_CODE_TTL", provider.DefaultAuthorizeCodeLifespan, "authorization code lifetime")
+	c.durationVar(&pc.AccessTokenLifespan, "access-token-ttl", "GATEHOUSE_ACCESS_TOKEN_TTL", provider.DefaultAccessTokenLifespan, "access token lifetime")
+	c.durationVar(&pc.IDTokenLifespan, "id-token-ttl", "GATEHOUSE_ID_TOKEN_TTL", provider.DefaultIDTokenLifespan, "ID token lifetime")
+	c.durationVar(&pc.RefreshTokenLifespan, "refresh-token-ttl", "GATEHOUSE_REFRESH_TOKEN_TTL", provider.DefaultRefreshTokenLifespan, "refresh token lifetime")
+	c.durationVar(&pc.PublicSessionLifespan, "public-session-ttl", "GATEHOUSE_PUBLIC_SESSION_TTL", publicauth.DefaultSessionLifespan, "public-session cookie lifetime")
+	c.durationVar(&pc.AdminSessionLifespan, "admin-session-ttl", "GATEHOUSE_ADMIN_SESSION_TTL", publicauth.DefaultAdminSessionLifespan, "admin-session cookie lifetime")
+	c.durationVar(&pc.LoginRequestLifespan, "login-request-ttl", "GATEHOUSE_LOGIN_REQUEST_TTL", provider.DefaultLoginRequestLifespan, "time a user has to log in and consent during an authorization request")
+	c.oneOfVar(&pc.AccessTokenAlg, "access-token-alg", "GATEHOUSE_ACCESS_TOKEN_ALG", provider.DefaultAccessTokenAlg,
 		[]string{provider.AlgRS256, provider.AlgES256}, "access token signing algorithm: RS256 or ES256")
 	c.boolVar(&pc.AllowConfidentialWithoutPKCE, "allow-confidential-without-pkce", "GATEHOUSE_ALLOW_CONFIDENTIAL_WITHOUT_PKCE", false,
 		"let confidential clients omit PKCE (public clients always need it)")
 	c.boolVar(&pc.SkipMigrate, "skip-migrate", "GATEHOUSE_SKIP_MIGRATE", false, "do not apply pending migrations at start-up")
-	c.durationVar(&pc.JanitorInterval, "janitor-interval", "GATEHOUSE_JANITOR_INTERVAL", "10m",
+	c.durationVar(&pc.JanitorInterval, "janitor-interval", "GATEHOUSE_JANITOR_INTERVAL", provider.DefaultJanitorInterval,
 		"how often expired rows are deleted; negative turns it off")
-	c.durationVar(&pc.KeyReloadInterval, "key-reload-interval", "GATEHOUSE_KEY_RELOAD_INTERVAL", "1m",
+	c.durationVar(&pc.KeyReloadInterval, "key-reload-interval", "GATEHOUSE_KEY_RELOAD_INTERVAL", provider.DefaultKeyReloadInterval,
 		"how often signing keys are re-read, to pick up a rotation done elsewhere")
 	c.stringVar(&pc.TemplateDir, "template-dir", "DIR", "GATEHOUSE_TEMPLATE_DIR", "",
 		"directory of *.html files replacing the hosted pages of the same name")

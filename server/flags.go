@@ -168,8 +168,8 @@ func (c *command) boolVar(p *bool, name, env string, def bool, help string) *set
 	})
 }
 
-func (c *command) durationVar(p *time.Duration, name, env, def, help string) *setting {
-	return c.add(name, "DURATION", env, def, help, func(v string) error {
+func (c *command) durationVar(p *time.Duration, name, env string, def time.Duration, help string) *setting {
+	return c.add(name, "DURATION", env, durationText(def), help, func(v string) error {
 		d, err := time.ParseDuration(v)
 		if err != nil {
 			return errors.New("want a Go duration such as 90s, 15m or 720h")
@@ -177,6 +177,19 @@ func (c *command) durationVar(p *time.Duration, name, env, def, help string) *se
 		*p = d
 		return nil
 	})
+}
+
+// durationText writes d as the shortest Go duration that parses back to it: "10m", "1h",
+// "720h" rather than time.Duration.String's "10m0s", "1h0m0s", "720h0m0s".
+func durationText(d time.Duration) string {
+	text := d.String()
+	if t, ok := strings.CutSuffix(text, "m0s"); ok {
+		text = t + "m"
+	}
+	if t, ok := strings.CutSuffix(text, "h0m"); ok {
+		text = t + "h"
+	}
+	return text
 }
 
 // secretVar registers a secret as two settings, --NAME VALUE and --NAME-file PATH (with the

@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -18,17 +19,17 @@ func addPublicAuthFlags(c *command, cfg *provider.PublicAuthConfig) {
 			"      TLS); empty: mail is written to the log instead of sent")
 	c.stringVar(&cfg.MailFrom, "mail-from", "ADDRESS", "GATEHOUSE_MAIL_FROM", "",
 		`sender of every mail, "Name <address>"; required with --smtp-url`)
-	c.stringVar(&cfg.ServiceName, "service-name", "NAME", "GATEHOUSE_SERVICE_NAME", "Gatehouse",
+	c.stringVar(&cfg.ServiceName, "service-name", "NAME", "GATEHOUSE_SERVICE_NAME", publicauth.DefaultServiceName,
 		"name of the deployment in mail subjects and greetings")
 	c.stringVar(&cfg.MailTemplateDir, "mail-template-dir", "DIR", "GATEHOUSE_MAIL_TEMPLATE_DIR", "",
 		"directory of mail templates replacing the embedded ones of the same name")
 	c.boolVar(&cfg.RequirePIN, "require-pin", "GATEHOUSE_REQUIRE_PIN", false,
 		"ask every user for a PIN sent by mail after a password or magic-link login")
-	c.durationVar(&cfg.MagicLinkLifespan, "magic-link-ttl", "GATEHOUSE_MAGIC_LINK_TTL", "15m", "magic link lifetime")
-	c.durationVar(&cfg.PINLifespan, "pin-ttl", "GATEHOUSE_PIN_TTL", "10m", "lifetime of a mailed PIN")
-	c.durationVar(&cfg.VerificationLifespan, "verification-ttl", "GATEHOUSE_VERIFICATION_TTL", "24h",
+	c.durationVar(&cfg.MagicLinkLifespan, "magic-link-ttl", "GATEHOUSE_MAGIC_LINK_TTL", publicauth.DefaultMagicLinkLifespan, "magic link lifetime")
+	c.durationVar(&cfg.PINLifespan, "pin-ttl", "GATEHOUSE_PIN_TTL", publicauth.DefaultPINLifespan, "lifetime of a mailed PIN")
+	c.durationVar(&cfg.VerificationLifespan, "verification-ttl", "GATEHOUSE_VERIFICATION_TTL", publicauth.DefaultVerificationLifespan,
 		"email verification link lifetime")
-	c.durationVar(&cfg.PasswordResetLifespan, "password-reset-ttl", "GATEHOUSE_PASSWORD_RESET_TTL", "1h",
+	c.durationVar(&cfg.PasswordResetLifespan, "password-reset-ttl", "GATEHOUSE_PASSWORD_RESET_TTL", publicauth.DefaultPasswordResetLifespan,
 		"lifetime of a password reset link, and of a link confirming a password added to a\n"+
 			"      social-only account")
 	c.add("magic-link-origins", "ORIGINS", "GATEHOUSE_MAGIC_LINK_ORIGINS", "",
@@ -48,17 +49,20 @@ func addPublicAuthFlags(c *command, cfg *provider.PublicAuthConfig) {
 			cfg.TrustedProxies, err = publicauth.ParseTrustedProxies(v)
 			return err
 		})
-	rateVar(c, &cfg.LoginRateLimit, "login-rate-limit", "GATEHOUSE_LOGIN_RATE_LIMIT", "100/1m",
+	rateVar(c, &cfg.LoginRateLimit, "login-rate-limit", "GATEHOUSE_LOGIN_RATE_LIMIT",
+		publicauth.Rate{Limit: publicauth.DefaultPerIPLimit, Window: publicauth.DefaultPerIPWindow},
 		"attempts one client IP may make at one login, register, magic link, PIN, reset or\n"+
 			"      verification endpoint")
-	rateVar(c, &cfg.AccountMailLimit, "account-mail-limit", "GATEHOUSE_ACCOUNT_MAIL_LIMIT", "5/15m",
+	rateVar(c, &cfg.AccountMailLimit, "account-mail-limit", "GATEHOUSE_ACCOUNT_MAIL_LIMIT",
+		publicauth.Rate{Limit: publicauth.DefaultPerAccountLimit, Window: publicauth.DefaultPerAccountWindow},
 		"mails of one kind (magic link, PIN, reset, verification, password linking) sent to one\n"+
 			"      account")
-	rateVar(c, &cfg.LockoutLimit, "lockout", "GATEHOUSE_LOCKOUT", "10/15m",
+	rateVar(c, &cfg.LockoutLimit, "lockout", "GATEHOUSE_LOCKOUT",
+		publicauth.Rate{Limit: publicauth.DefaultLockoutLimit, Window: publicauth.DefaultLockoutWindow},
 		"failed logins that lock an account, and the window that locks it")
 	c.add("password-hash-concurrency", "N", "GATEHOUSE_PASSWORD_HASH_CONCURRENCY", "",
-		"password hashes (argon2id, 19 MiB each) computed at once; up to 16 times as many logins\n"+
-			"      wait for one, more are answered 503; empty: the number of CPUs",
+		fmt.Sprintf("password hashes (argon2id, 19 MiB each) computed at once; up to %d times as many logins\n"+
+			"      wait for one, more are answered 503; empty: the number of CPUs", publicauth.DefaultPasswordHashQueueFactor),
 		func(v string) error {
 			if v == "" {
 				cfg.PasswordHashConcurrency = 0
@@ -71,14 +75,16 @@ func addPublicAuthFlags(c *command, cfg *provider.PublicAuthConfig) {
 			cfg.PasswordHashConcurrency = n
 			return nil
 		})
-	rateVar(c, &cfg.TokenErrorLimit, "token-error-limit", "GATEHOUSE_TOKEN_ERROR_LIMIT", "100/1m",
+	rateVar(c, &cfg.TokenErrorLimit, "token-error-limit", "GATEHOUSE_TOKEN_ERROR_LIMIT",
+		provider.RateLimit{Limit: provider.DefaultTokenErrorLimit, Window: provider.DefaultTokenErrorWindow},
 		"failed client authentications (wrong client secret) one IP may make at the token,\n"+
 			"      revocation and introspection endpoints before it must wait")
 }
 
 // rateVar registers a rate limit given as COUNT/DURATION ("100/1m") or "off".
-func rateVar(c *command, p *provider.RateLimit, name, env, def, help string) {
-	c.add(name, "COUNT/DURATION", env, def, help+`; "off" turns it off`, func(v string) error {
+func rateVar(c *command, p *provider.RateLimit, name, env string, def provider.RateLimit, help string) {
+	text := strconv.Itoa(def.Limit) + "/" + durationText(def.Window)
+	c.add(name, "COUNT/DURATION", env, text, help+`; "off" turns it off`, func(v string) error {
 		if strings.EqualFold(v, "off") {
 			*p = provider.RateLimit{Limit: -1, Window: time.Minute}
 			return nil

@@ -59,9 +59,10 @@ type Config struct {
 	// from it. Required.
 	Secret []byte
 	// InsecureCookies leaves Secure off the state cookie (plain-http loopback issuers only).
+	// Default false: the cookie is Secure.
 	InsecureCookies bool
 	// Upstreams are the enabled providers; at most one Google and one Facebook, OIDC names
-	// unique.
+	// unique (see Validate). Default none.
 	Upstreams []Upstream
 	// HTTPClient makes every call to a provider: default a client with DefaultHTTPTimeout.
 	HTTPClient *http.Client
