@@ -2,7 +2,6 @@ package permissions_test
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"slices"
 	"strings"
@@ -23,7 +22,7 @@ import (
 type memStore struct {
 	txMu sync.Mutex // held for the whole of one outermost transaction
 
-	mu        sync.Mutex // guards committed
+	mu        sync.Mutex // guards committed, failAudit and raceInsert
 	committed *memState
 
 	// failAudit, when set, is what AddAuditEntry returns (a database failure mid-change).
@@ -129,6 +128,13 @@ func (s *memStore) seed(fn func(st *memState)) {
 	s.committed = next
 }
 
+// setFailures sets failAudit and raceInsert.
+func (s *memStore) setFailures(failAudit error, raceInsert *permissions.Record) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failAudit, s.raceInsert = failAudit, raceInsert
+}
+
 // snapshot is the committed state. Commits replace it whole, so the caller may read it
 // while the service goes on.
 func (s *memStore) snapshot() *memState {
@@ -174,9 +180,14 @@ func (s *memStore) Permission(ctx context.Context, userID, clientID string) (*pe
 // SavePermission implements permissions.Store.
 func (s *memStore) SavePermission(ctx context.Context, r *permissions.Record, created bool) error {
 	key := [2]string{r.UserID, r.ClientID}
-	if created && s.raceInsert != nil && s.raceInsert.UserID == r.UserID && s.raceInsert.ClientID == r.ClientID {
-		winner := s.raceInsert
+	s.mu.Lock()
+	winner := s.raceInsert
+	lose := created && winner != nil && winner.UserID == r.UserID && winner.ClientID == r.ClientID
+	if lose {
 		s.raceInsert = nil
+	}
+	s.mu.Unlock()
+	if lose {
 		s.seed(func(st *memState) { st.records[key] = copyRecord(winner) })
 		return permissions.ErrRecordExists
 	}
@@ -203,8 +214,11 @@ func (s *memStore) SavePermission(ctx context.Context, r *permissions.Record, cr
 
 // AddAuditEntry implements permissions.Store.
 func (s *memStore) AddAuditEntry(ctx context.Context, e *permissions.AuditEntry) error {
-	if s.failAudit != nil {
-		return s.failAudit
+	s.mu.Lock()
+	fail := s.failAudit
+	s.mu.Unlock()
+	if fail != nil {
+		return fail
 	}
 	return s.read(ctx, func(st *memState) error {
 		c := *e
@@ -342,6 +356,3 @@ func (a memAdmins) Admin(r *http.Request) (string, error) {
 	})
 	return id, err
 }
-
-// errStoreDown is a failure of the database.
-var errStoreDown = errors.New("connection refused")
