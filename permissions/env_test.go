@@ -1,12 +1,12 @@
 package permissions_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -38,22 +38,23 @@ func (c *testClock) advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-// lockedBuffer collects the service's log lines; the handlers write from server goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+// logFile is where the service under test logs: a file, so the test reads what the
+// server goroutines wrote without sharing memory with them.
+type logFile struct{ path string }
+
+func newLogFile(t *testing.T) (*logFile, *slog.Logger) {
+	t.Helper()
+	f, err := os.CreateTemp(t.TempDir(), "log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.Close() })
+	return &logFile{path: f.Name()}, slog.New(slog.NewTextHandler(f, nil))
 }
 
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+func (l *logFile) String() string {
+	b, _ := os.ReadFile(l.path)
+	return string(b)
 }
 
 // Names of the env's users, applications, tokens and sessions.
@@ -79,7 +80,7 @@ const (
 type env struct {
 	store *memStore
 	clock *testClock
-	logs  *lockedBuffer
+	logs  *logFile
 	url   string
 }
 
@@ -103,9 +104,11 @@ func newEnv(t *testing.T, cfg permissions.Config) *env {
 	srv := httptest.NewServer(router)
 	t.Cleanup(srv.Close)
 	cfg.BaseURL = srv.URL
-	e := &env{store: store, clock: &testClock{now: t0}, logs: &lockedBuffer{}, url: srv.URL}
+	e := &env{store: store, clock: &testClock{now: t0}, url: srv.URL}
+	var logger *slog.Logger
+	e.logs, logger = newLogFile(t)
 	svc, err := permissions.New(cfg, store, store, memAdmins{store}, store,
-		permissions.WithClock(e.clock.Now), permissions.WithLogger(slog.New(slog.NewTextHandler(e.logs, nil))))
+		permissions.WithClock(e.clock.Now), permissions.WithLogger(logger))
 	if err != nil {
 		t.Fatal(err)
 	}
