@@ -75,7 +75,7 @@ type fakeIdP struct {
 
 func newFakeIdP(t *testing.T, kind string) *fakeIdP {
 	t.Helper()
-	f := &fakeIdP{t: t, kind: kind, key: newRSAKey(t), codes: map[string]idpGrant{}, tokens: map[string]idpProfile{}}
+	f := &fakeIdP{t: t, kind: kind, key: idpKey(), codes: map[string]idpGrant{}, tokens: map[string]idpProfile{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/openid-configuration", f.discovery)
 	mux.HandleFunc("GET /jwks", f.jwks)
@@ -88,11 +88,17 @@ func newFakeIdP(t *testing.T, kind string) *fakeIdP {
 	return f
 }
 
-func newRSAKey(t *testing.T) *rsa.PrivateKey {
-	t.Helper()
+// idpKey and foreignKey are generated once: RSA key generation dominates the tests' time
+// otherwise. Every fake publishes idpKey; foreignKey is one nobody publishes.
+var (
+	idpKey     = sync.OnceValue(func() *rsa.PrivateKey { return generateRSAKey() })
+	foreignKey = sync.OnceValue(func() *rsa.PrivateKey { return generateRSAKey() })
+)
+
+func generateRSAKey() *rsa.PrivateKey {
 	k, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
-		t.Fatal(err)
+		panic(err) // crypto/rand does not fail
 	}
 	return k
 }
