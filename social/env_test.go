@@ -128,6 +128,12 @@ type env struct {
 
 func newEnv(t *testing.T, kinds ...string) *env {
 	t.Helper()
+	return newEnvWith(t, nil, kinds...)
+}
+
+// newEnvWith is newEnv with options for the social Service.
+func newEnvWith(t *testing.T, opts []social.Option, kinds ...string) *env {
+	t.Helper()
 	router := mux.NewRouter()
 	srv := httptest.NewServer(router)
 	t.Cleanup(srv.Close)
@@ -150,7 +156,7 @@ func newEnv(t *testing.T, kinds ...string) *env {
 		cfg.Upstreams = append(cfg.Upstreams, f.upstream())
 	}
 	e.svc, err = social.New(cfg, e.auth, e.auth.Identities(e.store), e.host,
-		social.WithLogger(logger))
+		append([]social.Option{social.WithLogger(logger)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,6 +42,17 @@ type idpProfile struct {
 	Sub, Email, Name string
 	// Verified is email_verified (ignored by the Facebook kind, which has no such field).
 	Verified bool
+	// VerifiedClaim, when not nil, is sent as email_verified instead of Verified (some
+	// providers send a string).
+	VerifiedClaim any
+}
+
+// verifiedClaim is the email_verified value p sends.
+func (p idpProfile) verifiedClaim() any {
+	if p.VerifiedClaim != nil {
+		return p.VerifiedClaim
+	}
+	return p.Verified
 }
 
 type idpGrant struct {
@@ -228,7 +239,7 @@ func (f *fakeIdP) token(w http.ResponseWriter, r *http.Request) {
 		now := time.Now()
 		claims := map[string]any{
 			"iss": f.issuer(), "aud": idpClientID, "sub": g.profile.Sub, "nonce": g.nonce,
-			"email": g.profile.Email, "email_verified": g.profile.Verified,
+			"email": g.profile.Email, "email_verified": g.profile.verifiedClaim(),
 			"iat": now.Unix(), "exp": now.Add(time.Hour).Unix(),
 		}
 		if claimsFn != nil {
@@ -255,7 +266,7 @@ func (f *fakeIdP) userinfo(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_token"})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"sub": p.Sub, "email": p.Email, "email_verified": p.Verified, "name": p.Name})
+	writeJSON(w, http.StatusOK, map[string]any{"sub": p.Sub, "email": p.Email, "email_verified": p.verifiedClaim(), "name": p.Name})
 }
 
 // me is Facebook's Graph "me": it needs appsecret_proof, and leaves email out when the

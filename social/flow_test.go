@@ -2,6 +2,7 @@ package social_test
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -210,5 +211,79 @@ func TestDiscoveryFailureIsNotRemembered(t *testing.T) {
 	}
 	if n := f.discoveryCount() - before; n != 1 {
 		t.Errorf("discovered %d times after the failure, want once", n)
+	}
+}
+
+// TestEmailVerifiedClaim: only email_verified true, as a boolean or the string "true" in
+// any case, counts as verified.
+func TestEmailVerifiedClaim(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		claim    any
+		verified bool
+	}{
+		{true, true}, {"true", true}, {"TRUE", true},
+		{false, false}, {"false", false}, {"yes", false}, {1, false}, {"", false},
+	} {
+		t.Run(fmt.Sprint(c.claim), func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, social.KindOIDC)
+			p := e.signIn(t, newBrowser(t), social.KindOIDC, "", idpProfile{Sub: "s", Email: "hal@example.com", VerifiedClaim: c.claim})
+			if c.verified && p.status != http.StatusOK {
+				t.Errorf("got %d to %q, want the login completed", p.status, p.location)
+			}
+			if !c.verified {
+				wantLoginPage(t, p, "email_unverified", "")
+			}
+		})
+	}
+}
+
+// TestAuthorizationRequest: login sends the browser to the provider's authorization
+// endpoint with the client id, the exact callback, the state, an S256 PKCE challenge, the
+// configured or default scopes, and a nonce for every provider that issues ID tokens.
+func TestAuthorizationRequest(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, social.KindGoogle, social.KindFacebook, social.KindOIDC)
+	for kind, c := range map[string]struct {
+		path, callback, scope string
+		nonce                 bool
+	}{
+		social.KindGoogle:   {"/api/auth/google/login", "/api/auth/google/callback", "openid email profile", true},
+		social.KindFacebook: {"/api/auth/facebook/login", "/api/auth/facebook/callback", "email", false},
+		social.KindOIDC:     {"/api/auth/oidc/corp/login", "/api/auth/oidc/corp/callback", "openid email profile", true},
+	} {
+		at := e.login(t, newBrowser(t), c.path)
+		q := at.Query()
+		if at.Scheme+"://"+at.Host+at.Path != e.idps[kind].srv.URL+"/authorize" {
+			t.Errorf("%s: authorization endpoint %s", kind, at)
+		}
+		if q.Get("client_id") != idpClientID || q.Get("redirect_uri") != e.url+c.callback || q.Get("response_type") != "code" ||
+			len(q.Get("state")) != 43 || q.Get("code_challenge_method") != "S256" || len(q.Get("code_challenge")) != 43 {
+			t.Errorf("%s: authorization request %v", kind, q)
+		}
+		if got := strings.ReplaceAll(q.Get("scope"), ",", " "); got != c.scope {
+			t.Errorf("%s: scope %q, want %q", kind, got, c.scope)
+		}
+		if (q.Get("nonce") != "") != c.nonce || (c.nonce && len(q.Get("nonce")) != 43) {
+			t.Errorf("%s: nonce %q, want one: %v", kind, q.Get("nonce"), c.nonce)
+		}
+	}
+}
+
+// failingReader is a randomness source that has run dry.
+type failingReader struct{}
+
+func (failingReader) Read([]byte) (int, error) { return 0, errors.New("entropy exhausted") }
+
+// TestNoRandomnessNoLogin: without randomness for the state, login answers a logged 500
+// and sets no cookie.
+func TestNoRandomnessNoLogin(t *testing.T) {
+	t.Parallel()
+	e := newEnvWith(t, []social.Option{social.WithRandom(failingReader{})}, social.KindGoogle)
+	b := newBrowser(t)
+	wantErrorPage(t, b.get(t, e.url+"/api/auth/google/login"), http.StatusInternalServerError)
+	if e.stateCookieOf(t, b) != nil || !strings.Contains(e.logs.String(), "entropy exhausted") {
+		t.Errorf("cookie %v, log %q; want no cookie and the failure logged", e.stateCookieOf(t, b), e.logs.String())
 	}
 }
