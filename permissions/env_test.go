@@ -38,25 +38,6 @@ func (c *testClock) advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-// logFile is where the service under test logs: a file, so the test reads what the
-// server goroutines wrote without sharing memory with them.
-type logFile struct{ path string }
-
-func newLogFile(t *testing.T) (*logFile, *slog.Logger) {
-	t.Helper()
-	f, err := os.CreateTemp(t.TempDir(), "log")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = f.Close() })
-	return &logFile{path: f.Name()}, slog.New(slog.NewTextHandler(f, nil))
-}
-
-func (l *logFile) String() string {
-	b, _ := os.ReadFile(l.path)
-	return string(b)
-}
-
 // Names of the env's users, applications, tokens and sessions.
 const (
 	alice, bob, root = "alice-id", "bob-id", "root-id"
@@ -80,8 +61,10 @@ const (
 type env struct {
 	store *memStore
 	clock *testClock
-	logs  *logFile
-	url   string
+	// logPath is the file the service logs to: the test reads it without sharing memory
+	// with the server goroutines.
+	logPath string
+	url     string
 }
 
 func newEnv(t *testing.T, cfg permissions.Config) *env {
@@ -105,8 +88,13 @@ func newEnv(t *testing.T, cfg permissions.Config) *env {
 	t.Cleanup(srv.Close)
 	cfg.BaseURL = srv.URL
 	e := &env{store: store, clock: &testClock{now: t0}, url: srv.URL}
-	var logger *slog.Logger
-	e.logs, logger = newLogFile(t)
+	logFile, err := os.CreateTemp(t.TempDir(), "log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = logFile.Close() })
+	e.logPath = logFile.Name()
+	logger := slog.New(slog.NewTextHandler(logFile, nil))
 	svc, err := permissions.New(cfg, store, store, memAdmins{store}, store,
 		permissions.WithClock(e.clock.Now), permissions.WithLogger(logger))
 	if err != nil {
@@ -209,3 +197,9 @@ func wantRecord(t *testing.T, rec map[string]any, userID, clientID, status, role
 
 // at is the RFC 3339 form of t, as the API writes timestamps.
 func at(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// logged is what the service has logged so far.
+func (e *env) logged() string {
+	b, _ := os.ReadFile(e.logPath)
+	return string(b)
+}

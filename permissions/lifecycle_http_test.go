@@ -216,7 +216,7 @@ func TestChangeIsOneTransaction(t *testing.T) {
 			if c.status == 503 && r.header.Get("Retry-After") != "5" {
 				t.Errorf("503 without Retry-After: %v", r.header)
 			}
-			logged := e.logs.String()
+			logged := e.logged()
 			if c.status == 500 && !strings.Contains(logged, "disk full") {
 				t.Errorf("the 500 was not logged: %q", logged)
 			}

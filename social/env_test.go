@@ -95,25 +95,6 @@ func (h *fakeHost) count() int {
 	return len(h.completions)
 }
 
-// logFile is where the service under test logs: a file, so the test reads what the
-// server goroutines wrote without sharing memory with them.
-type logFile struct{ path string }
-
-func newLogFile(t *testing.T) (*logFile, *slog.Logger) {
-	t.Helper()
-	f, err := os.CreateTemp(t.TempDir(), "log")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = f.Close() })
-	return &logFile{path: f.Name()}, slog.New(slog.NewTextHandler(f, nil))
-}
-
-func (l *logFile) String() string {
-	b, _ := os.ReadFile(l.path)
-	return string(b)
-}
-
 // env is a social Service over a real publicauth.Service on a memStore, inside a fakeHost,
 // served by a real HTTP server on 127.0.0.1, with one fake upstream per kind asked for.
 type env struct {
@@ -121,9 +102,11 @@ type env struct {
 	auth  *publicauth.Service
 	host  *fakeHost
 	svc   *social.Service
-	logs  *logFile
-	url   string
-	idps  map[string]*fakeIdP // by kind
+	// logPath is the file the service logs to: the test reads it without sharing memory
+	// with the server goroutines.
+	logPath string
+	url     string
+	idps    map[string]*fakeIdP // by kind
 }
 
 func newEnv(t *testing.T, kinds ...string) *env {
@@ -141,9 +124,13 @@ func newEnvWith(t *testing.T, opts []social.Option, kinds ...string) *env {
 		store: newMemStore(), url: srv.URL, idps: map[string]*fakeIdP{},
 		host: &fakeHost{paused: map[string]bool{}, redirects: map[string]bool{}},
 	}
-	var logger *slog.Logger
-	e.logs, logger = newLogFile(t)
-	var err error
+	logFile, err := os.CreateTemp(t.TempDir(), "log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = logFile.Close() })
+	e.logPath = logFile.Name()
+	logger := slog.New(slog.NewTextHandler(logFile, nil))
 	e.auth, err = publicauth.New(publicauth.Config{Secret: testSecret, BaseURL: srv.URL, InsecureCookies: true}, e.store,
 		publicauth.WithLimiter(ratelimit.NewMemory()))
 	if err != nil {
@@ -291,4 +278,10 @@ func wantErrorPage(t *testing.T, p page, status int) {
 	if p.status != status || title == "" || message == "" || p.location != "" {
 		t.Fatalf("got %d %q (location %q), want the error page with %d", p.status, p.body, p.location, status)
 	}
+}
+
+// logged is what the service has logged so far.
+func (e *env) logged() string {
+	b, _ := os.ReadFile(e.logPath)
+	return string(b)
 }

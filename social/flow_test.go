@@ -100,7 +100,7 @@ func TestHostFailures(t *testing.T) {
 			if c.status == http.StatusServiceUnavailable && p.header.Get("Retry-After") != "5" {
 				t.Errorf("503 without Retry-After: %v", p.header)
 			}
-			if logged := e.logs.String(); (c.status == http.StatusInternalServerError) != strings.Contains(logged, "disk I/O error") {
+			if logged := e.logged(); (c.status == http.StatusInternalServerError) != strings.Contains(logged, "disk I/O error") {
 				t.Errorf("logged %q; want the error logged only for a 500", logged)
 			}
 		})
@@ -172,7 +172,7 @@ func TestUpstreamFailures(t *testing.T) {
 			if e.host.count() != 0 || len(e.store.snapshot().users) != 0 {
 				t.Errorf("a failed login signed in (%d logins, %d users)", e.host.count(), len(e.store.snapshot().users))
 			}
-			if logged := e.logs.String(); (c.code == "upstream") != strings.Contains(logged, "provider failed") {
+			if logged := e.logged(); (c.code == "upstream") != strings.Contains(logged, "provider failed") {
 				t.Errorf("log %q; want a warning exactly for a provider failure", logged)
 			}
 		})
@@ -283,7 +283,7 @@ func TestNoRandomnessNoLogin(t *testing.T) {
 	e := newEnvWith(t, []social.Option{social.WithRandom(failingReader{})}, social.KindGoogle)
 	b := newBrowser(t)
 	wantErrorPage(t, b.get(t, e.url+"/api/auth/google/login"), http.StatusInternalServerError)
-	if e.stateCookieOf(t, b) != nil || !strings.Contains(e.logs.String(), "entropy exhausted") {
-		t.Errorf("cookie %v, log %q; want no cookie and the failure logged", e.stateCookieOf(t, b), e.logs.String())
+	if e.stateCookieOf(t, b) != nil || !strings.Contains(e.logged(), "entropy exhausted") {
+		t.Errorf("cookie %v, log %q; want no cookie and the failure logged", e.stateCookieOf(t, b), e.logged())
 	}
 }
