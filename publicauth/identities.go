@@ -91,7 +91,8 @@ const maxLoginAttempts = 3
 //   - otherwise a new social-only account is created: no password, email verified, role
 //     user, the provider as its one login method.
 //
-// A disabled account yields ErrAccountDisabled. Two concurrent first logins of the same
+// A disabled account yields ErrAccountDisabled, and an identity not yet linked to it stays
+// unlinked. Two concurrent first logins of the same
 // identity end with one account: the loser of the race finds the winner's link and logs in
 // to it.
 func (ids *Identities) Login(ctx context.Context, id Identity, signedIn *User) (IdentityLogin, error) {
@@ -137,6 +138,9 @@ func (ids *Identities) login(ctx context.Context, id Identity, signedIn *User) (
 	}
 	u, err = ids.s.store.UserByEmail(ctx, id.Email)
 	switch {
+	case err == nil && u.Status != StatusActive:
+		// Refused before linking: a sign-in the account may not make leaves nothing behind.
+		return IdentityLogin{}, ErrAccountDisabled
 	case err == nil && (u.EmailVerified || (signedIn != nil && signedIn.ID == u.ID)):
 		return ids.link(ctx, u.ID, id)
 	case err == nil:

@@ -24,6 +24,14 @@ func TestIdentityLoginDecisions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		disabled, err := e.svc.CreateUser(ctx, publicauth.UserInput{Email: "d@example.com", Password: "correct horse battery", Name: "D", Verified: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		off := publicauth.StatusDisabled
+		if _, err := e.svc.ChangeAccount(ctx, disabled.ID, publicauth.AccountChange{Status: &off}); err != nil {
+			t.Fatal(err)
+		}
 		id := func(sub, email string, ok bool) publicauth.Identity {
 			return publicauth.Identity{Provider: "google", Subject: sub, Email: email, EmailVerified: ok, Name: "N " + sub}
 		}
@@ -44,6 +52,7 @@ func TestIdentityLoginDecisions(t *testing.T) {
 			{name: "verified account of the email is linked", identity: id("s5", "V@Example.com", true), wantUser: verified.ID, linked: true},
 			{name: "unverified account of the email is refused", identity: id("s6", "u@example.com", true), wantErr: publicauth.ErrLinkRefused},
 			{name: "signed in to that unverified account: linked", identity: id("s6", "u@example.com", true), signedIn: unverified, wantUser: unverified.ID, linked: true},
+			{name: "disabled account of the email is refused, and not linked", identity: id("s8", "d@example.com", true), wantErr: publicauth.ErrAccountDisabled},
 			{name: "signed in to another account: no link to it", identity: id("s7", "other@example.com", true), signedIn: verified, created: true},
 		}
 		bySubject := map[string]string{}
