@@ -23,19 +23,6 @@ func (p *Provider) newSocial(cfg Config) (*social.Service, error) {
 	}, p.auth, p.auth.Identities(p.store), socialHost{p}, social.WithRandom(p.random), social.WithLogger(p.log))
 }
 
-// socialLoginData adds to the login page's data a button per enabled social provider and,
-// after a failed social login, its message.
-func (p *Provider) socialLoginData(r *http.Request, token string, data map[string]any) {
-	if buttons := p.social.Buttons(token); len(buttons) > 0 {
-		data["Social"] = buttons
-	}
-	if _, ok := data["Error"]; !ok {
-		if msg := social.LoginMessage(r.URL.Query().Get("social_error")); msg != "" {
-			data["Error"] = msg
-		}
-	}
-}
-
 // loginPage is where an authorization request paused for login sends the browser: straight
 // to the social login its `provider` parameter names (SSO interface §4 item 1), when that
 // provider is enabled, else the hosted login page.
@@ -54,7 +41,7 @@ type socialHost struct{ p *Provider }
 func (h socialHost) CheckPausedRequest(ctx context.Context, token string) error {
 	_, err := h.p.store.AuthRequestByIDHash(ctx, hashToken(token), h.p.now())
 	if errors.Is(err, storage.ErrNotFound) {
-		return social.ErrRequestExpired
+		return publicauth.ErrRequestExpired
 	}
 	return err
 }
@@ -81,10 +68,10 @@ func (h socialHost) CompleteLogin(w http.ResponseWriter, r *http.Request, u *pub
 	default:
 		dest.RedirectURI = returnTo
 	}
-	h.p.passFirstFactor(w, r, u, method, dest, token)
+	h.p.ui.PassFirstFactor(w, r, u, method, dest, token)
 }
 
 // ErrorPage implements social.Host.
 func (h socialHost) ErrorPage(w http.ResponseWriter, r *http.Request, status int, title, message string) {
-	h.p.pages.error(w, r, status, title, message)
+	h.p.ui.ErrorPage(w, r, status, title, message)
 }

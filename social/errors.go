@@ -11,9 +11,6 @@ import (
 
 // Errors of a social login.
 var (
-	// ErrRequestExpired is what Host.CheckPausedRequest returns for a token that names no
-	// paused authorization request (unknown, completed or expired).
-	ErrRequestExpired = errors.New("authorization request expired")
 	// errBadState: the callback's state is missing or differs from the cookie's, or the
 	// cookie is missing, forged, expired, used or of another provider.
 	errBadState = errors.New("social login state does not match")
@@ -77,7 +74,7 @@ func describe(err error) answer {
 	case errors.Is(err, errReturnTo):
 		return answer{status: http.StatusBadRequest, title: "The request cannot be completed",
 			message: "return_to must be a path on this service or a redirect URI registered by an application."}
-	case errors.Is(err, ErrRequestExpired):
+	case errors.Is(err, publicauth.ErrRequestExpired):
 		return answer{status: http.StatusBadRequest, title: "Sign-in request expired",
 			message: "This sign-in request has expired or has already been completed. Go back to the application and start again."}
 	case errors.Is(err, publicauth.ErrLinkRefused):

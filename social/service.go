@@ -21,7 +21,7 @@ import (
 // implements it.
 type Host interface {
 	// CheckPausedRequest returns nil when token names an authorization request paused for
-	// login that has not expired, ErrRequestExpired when it names none, or a store failure.
+	// login that has not expired, publicauth.ErrRequestExpired when it names none, or a store failure.
 	CheckPausedRequest(ctx context.Context, token string) error
 	// IsRegisteredRedirectURI reports whether uri is a redirect URI some client registered.
 	IsRegisteredRedirectURI(ctx context.Context, uri string) (bool, error)

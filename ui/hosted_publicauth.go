@@ -1,4 +1,4 @@
-package provider
+package ui
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/gatehouse-id/gatehouse/publicauth"
-	"github.com/gatehouse-id/gatehouse/storage"
 )
 
 // The hosted pages of public authentication beyond the password: magic links, the PIN
@@ -34,69 +33,50 @@ const (
 // signedInPath is where a login begun outside any OAuth flow ends.
 const signedInPath = "/signed-in"
 
-// resumePath is the internal path that continues the paused authorization request token
-// names.
-func resumePath(token string) string {
-	return resumePrefix + url.Values{requestParam: {token}}.Encode()
-}
-
-const resumePrefix = "/api/oauth/authorize/resume?"
-
-// pausedRequestIn is the paused-request token that an internal path resuming it names, or
-// "" for any other path.
-func pausedRequestIn(path string) string {
-	query, ok := strings.CutPrefix(path, resumePrefix)
-	if !ok {
-		return ""
-	}
-	q, _ := url.ParseQuery(query)
-	return q.Get(requestParam)
-}
-
 // loginPath is the login page, inside the paused request token when there is one.
 func loginPath(token string) string {
 	if token == "" {
 		return "/login"
 	}
-	return "/login?" + url.Values{requestParam: {token}}.Encode()
+	return "/login?" + url.Values{RequestParam: {token}}.Encode()
 }
 
 // rateLimited answers an attempt refused for load with Retry-After and the error page (429
 // over a rate limit, 503 when password hashing is saturated), and reports whether it did.
-func (p *Provider) rateLimited(w http.ResponseWriter, r *http.Request, err error) bool {
+func (u *UI) rateLimited(w http.ResponseWriter, r *http.Request, err error) bool {
 	seconds, limited := publicauth.RetryAfterSeconds(err)
 	if !limited {
 		return false
 	}
 	w.Header().Set("Retry-After", strconv.Itoa(seconds))
 	if errors.Is(err, publicauth.ErrBusy) {
-		p.pages.error(w, r, http.StatusServiceUnavailable, "Busy",
+		u.pages.error(w, r, http.StatusServiceUnavailable, "Busy",
 			"Too many sign-ins are being checked right now. Please try again in a moment.")
 		return true
 	}
-	p.pages.error(w, r, http.StatusTooManyRequests, "Too many attempts",
+	u.pages.error(w, r, http.StatusTooManyRequests, "Too many attempts",
 		"Too many attempts. Wait a few minutes, then try again.")
 	return true
 }
 
 // formFailed answers a hosted form whose action failed with err: the form again with the
 // reason for a refused input (4xx), the error page otherwise.
-func (p *Provider) formFailed(w http.ResponseWriter, r *http.Request, page string, f submittedForm, data map[string]any, err error) {
-	if p.rateLimited(w, r, err) {
+func (u *UI) formFailed(w http.ResponseWriter, r *http.Request, page string, f submittedForm, data map[string]any, err error) {
+	if u.rateLimited(w, r, err) {
 		return
 	}
 	status, msg := publicauth.Describe(err)
 	if status >= 500 {
-		p.pageFailure(w, r, err)
+		u.pageFailure(w, r, err)
 		return
 	}
 	data["Error"] = msg
-	p.renderForm(w, r, status, page, f.token, f.client, data)
+	u.renderForm(w, r, status, page, f.token, f.paused, data)
 }
 
 // notice renders the page that tells the user what happened and where to go next.
-func (p *Provider) notice(w http.ResponseWriter, r *http.Request, status int, title, message, linkURL, linkText string) {
-	p.pages.render(w, r, status, "notice", map[string]any{
+func (u *UI) notice(w http.ResponseWriter, r *http.Request, status int, title, message, linkURL, linkText string) {
+	u.pages.render(w, r, status, "notice", map[string]any{
 		"Title": title, "Message": message, "LinkURL": linkURL, "LinkText": linkText,
 	})
 }
@@ -104,21 +84,32 @@ func (p *Provider) notice(w http.ResponseWriter, r *http.Request, status int, ti
 // finishLogin starts the session of kind for a user who passed every factor, then goes to
 // dest: the paused authorization request it resumes, another internal path, a registered
 // redirect URI, or the signed-in page.
-func (p *Provider) finishLogin(w http.ResponseWriter, r *http.Request, user *publicauth.User, kind, method string, dest publicauth.Destination) {
-	if kind == publicauth.SessionPublic && dest.PausedRequest != "" {
-		row, err := p.store.AuthRequestByIDHash(r.Context(), dest.PausedRequest, p.now())
-		if errors.Is(err, storage.ErrNotFound) {
-			err = errRequestExpired
-		}
-		if err != nil {
-			p.pageFailure(w, r, err)
+func (u *UI) finishLogin(w http.ResponseWriter, r *http.Request, user *publicauth.User, kind, method string, dest publicauth.Destination) {
+	ctx := r.Context()
+	paused := kind == publicauth.SessionPublic && dest.PausedRequest != ""
+	if paused {
+		if err := u.host.CheckPausedRef(ctx, dest.PausedRequest); err != nil {
+			u.pageFailure(w, r, err)
 			return
 		}
-		p.completeLogin(w, r, user, method, row)
+	}
+	session, err := u.auth.ReplaceSession(ctx, w, r, user, kind, method)
+	if err != nil {
+		u.pageFailure(w, r, err)
 		return
 	}
-	if _, err := p.auth.ReplaceSession(r.Context(), w, r, user, kind, method); err != nil {
-		p.pageFailure(w, r, err)
+	if paused {
+		// The login re-keys the request under a new token, which only this browser gets: the
+		// login may have come from a stored reference (a mailed link, a PIN challenge), which
+		// cannot give the old token back, and a token seen before the login no longer drives
+		// the flow after it.
+		resume, err := u.host.ResumeLogin(ctx, dest.PausedRequest, user.ID, session.AuthTime)
+		if err != nil {
+			u.pageFailure(w, r, err)
+			return
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		http.Redirect(w, r, resume, http.StatusSeeOther)
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
@@ -128,88 +119,88 @@ func (p *Provider) finishLogin(w http.ResponseWriter, r *http.Request, user *pub
 	case dest.RedirectURI != "":
 		http.Redirect(w, r, dest.RedirectURI, http.StatusFound)
 	default:
-		p.pages.render(w, r, http.StatusOK, "signed_in", map[string]any{"UserEmail": user.Email})
+		u.pages.render(w, r, http.StatusOK, "signed_in", map[string]any{"UserEmail": user.Email})
 	}
 }
 
-// passFirstFactor continues a login whose first factor (password, magic link or upstream
+// PassFirstFactor continues a login whose first factor (password, magic link or upstream
 // login) passed: to the PIN page when the PIN gate is on for the user, else straight in.
 // token is the paused request's token when this browser holds it ("" otherwise): the PIN
 // page's way back to the login page stays within the flow.
-func (p *Provider) passFirstFactor(w http.ResponseWriter, r *http.Request, user *publicauth.User, method string, dest publicauth.Destination, token string) {
-	if !p.auth.PINRequired(user) {
-		p.finishLogin(w, r, user, publicauth.SessionPublic, method, dest)
+func (u *UI) PassFirstFactor(w http.ResponseWriter, r *http.Request, user *publicauth.User, method string, dest publicauth.Destination, token string) {
+	if !u.auth.PINRequired(user) {
+		u.finishLogin(w, r, user, publicauth.SessionPublic, method, dest)
 		return
 	}
-	challenge, err := p.auth.StartPINChallenge(r.Context(), user, publicauth.SessionPublic, method, dest)
+	challenge, err := u.auth.StartPINChallenge(r.Context(), user, publicauth.SessionPublic, method, dest)
 	if err != nil {
-		if p.rateLimited(w, r, err) {
+		if u.rateLimited(w, r, err) {
 			return
 		}
 		status, msg := publicauth.Describe(err)
 		if status >= 500 && status != http.StatusServiceUnavailable {
-			p.pageFailure(w, r, err)
+			u.pageFailure(w, r, err)
 			return
 		}
-		p.pages.error(w, r, status, "Could not send your PIN", msg)
+		u.pages.error(w, r, status, "Could not send your PIN", msg)
 		return
 	}
-	p.renderPIN(w, r, http.StatusOK, challenge.ID, token, user.Email, "")
+	u.renderPIN(w, r, http.StatusOK, challenge.ID, token, user.Email, "")
 }
 
 // renderPIN renders the PIN page of challenge. token, the paused request the login
 // resumes, only lets a user whose challenge ended sign in again within the same flow.
-func (p *Provider) renderPIN(w http.ResponseWriter, r *http.Request, status int, challenge, token, email, problem string) {
-	p.renderForm(w, r, status, "pin", token, nil, map[string]any{"Challenge": challenge, "Email": email, "Error": problem})
+func (u *UI) renderPIN(w http.ResponseWriter, r *http.Request, status int, challenge, token, email, problem string) {
+	u.renderForm(w, r, status, "pin", token, nil, map[string]any{"Challenge": challenge, "Email": email, "Error": problem})
 }
 
 // pinSubmit checks the PIN of a challenge and, when right, finishes the login it gates.
-func (p *Provider) pinSubmit(w http.ResponseWriter, r *http.Request) {
-	if !p.csrf.verify(r) {
-		p.pages.error(w, r, http.StatusForbidden, "Form expired", "The form expired. Go back, reload the page and try again.")
+func (u *UI) pinSubmit(w http.ResponseWriter, r *http.Request) {
+	if !u.csrf.verify(r) {
+		u.pages.error(w, r, http.StatusForbidden, "Form expired", "The form expired. Go back, reload the page and try again.")
 		return
 	}
-	if p.rateLimited(w, r, p.auth.CheckRate(r, limitVerifyPIN)) {
+	if u.rateLimited(w, r, u.auth.CheckRate(r, limitVerifyPIN)) {
 		return
 	}
-	challenge, token := r.PostFormValue("challenge"), r.PostFormValue(requestParam)
-	user, ch, err := p.auth.VerifyPIN(r.Context(), challenge, strings.TrimSpace(r.PostFormValue("pin")))
+	challenge, token := r.PostFormValue("challenge"), r.PostFormValue(RequestParam)
+	user, ch, err := u.auth.VerifyPIN(r.Context(), challenge, strings.TrimSpace(r.PostFormValue("pin")))
 	switch {
 	case errors.Is(err, publicauth.ErrPINMismatch):
-		p.renderPIN(w, r, http.StatusUnauthorized, challenge, token, "", "That PIN is not right. Check the latest mail and try again.")
+		u.renderPIN(w, r, http.StatusUnauthorized, challenge, token, "", "That PIN is not right. Check the latest mail and try again.")
 		return
 	case errors.Is(err, publicauth.ErrChallengeInvalid):
-		p.notice(w, r, http.StatusUnauthorized, "Sign in again",
+		u.notice(w, r, http.StatusUnauthorized, "Sign in again",
 			"This PIN has expired or was entered wrong too many times.", loginPath(token), "Sign in again")
 		return
 	case errors.Is(err, publicauth.ErrAccountDisabled):
-		p.pages.error(w, r, http.StatusForbidden, "Account disabled", "This account is disabled.")
+		u.pages.error(w, r, http.StatusForbidden, "Account disabled", "This account is disabled.")
 		return
 	case err != nil:
-		if !p.rateLimited(w, r, err) {
-			p.pageFailure(w, r, err)
+		if !u.rateLimited(w, r, err) {
+			u.pageFailure(w, r, err)
 		}
 		return
 	}
-	p.finishLogin(w, r, user, ch.Kind, ch.Method, ch.Destination)
+	u.finishLogin(w, r, user, ch.Kind, ch.Method, ch.Destination)
 }
 
 // magicLinkSubmit mails a sign-in link for the login page's second form. The answer is
 // the same whether or not the account exists.
-func (p *Provider) magicLinkSubmit(w http.ResponseWriter, r *http.Request) {
-	p.mailLinkSubmit(w, r, "login", limitMagicLink,
+func (u *UI) magicLinkSubmit(w http.ResponseWriter, r *http.Request) {
+	u.mailLinkSubmit(w, r, "login", limitMagicLink,
 		func(f submittedForm, email string) error {
-			dest := flowDestination(f.token)
+			dest := u.host.Destination(f.token)
 			if dest.PausedRequest == "" {
 				dest.Resume = signedInPath
 			}
-			return p.auth.RequestMagicLink(r.Context(), publicauth.MagicLinkRequest{
+			return u.auth.RequestMagicLink(r.Context(), publicauth.MagicLinkRequest{
 				Email: email, Resume: dest.Resume, PausedRequest: dest.PausedRequest,
 			})
 		},
 		func(email string) string {
 			return "If a verified account exists for " + email + ", we sent it a sign-in link. It works once, for " +
-				publicauth.MailData{ExpiresIn: p.cfg.PublicAuth.MagicLinkLifespan}.ExpiresInWords() + "."
+				publicauth.MailData{ExpiresIn: u.cfg.MagicLinkLifespan}.ExpiresInWords() + "."
 		})
 }
 
@@ -217,22 +208,22 @@ func (p *Provider) magicLinkSubmit(w http.ResponseWriter, r *http.Request) {
 // it checks the form and the rate limit of endpoint, send mails the link, and the answer is
 // a "Check your email" notice with noticeText(email). Every address, registered or not,
 // gets that same answer, so it tells nothing about which addresses have accounts.
-func (p *Provider) mailLinkSubmit(w http.ResponseWriter, r *http.Request, page, endpoint string,
+func (u *UI) mailLinkSubmit(w http.ResponseWriter, r *http.Request, page, endpoint string,
 	send func(f submittedForm, email string) error, noticeText func(email string) string) {
-	f, ok := p.checkForm(w, r)
+	f, ok := u.checkForm(w, r)
 	if !ok {
 		return
 	}
 	email := strings.TrimSpace(r.PostFormValue("email"))
-	err := p.auth.CheckRate(r, endpoint)
+	err := u.auth.CheckRate(r, endpoint)
 	if err == nil {
 		err = send(f, email)
 	}
 	if err != nil {
-		p.formFailed(w, r, page, f, map[string]any{"Email": email}, err)
+		u.formFailed(w, r, page, f, map[string]any{"Email": email}, err)
 		return
 	}
-	p.notice(w, r, http.StatusOK, "Check your email", noticeText(email), "", "")
+	u.notice(w, r, http.StatusOK, "Check your email", noticeText(email), "", "")
 }
 
 // magicLoginPage is what the link of a magic-link mail opens (GET
@@ -240,80 +231,80 @@ func (p *Provider) mailLinkSubmit(w http.ResponseWriter, r *http.Request, page, 
 // by mail scanners before the user and by a link an attacker mailed to a victim; only the
 // deliberate, CSRF-checked POST of the button logs in. A bad, used or expired link says
 // so at once.
-func (p *Provider) magicLoginPage(w http.ResponseWriter, r *http.Request) {
-	if p.rateLimited(w, r, p.auth.CheckRate(r, limitMagicLogin)) {
+func (u *UI) magicLoginPage(w http.ResponseWriter, r *http.Request) {
+	if u.rateLimited(w, r, u.auth.CheckRate(r, limitMagicLogin)) {
 		return
 	}
 	token := r.URL.Query().Get("token")
-	if err := p.auth.CheckMagicLink(r.Context(), token); err != nil {
-		p.magicLinkFailed(w, r, err)
+	if err := u.auth.CheckMagicLink(r.Context(), token); err != nil {
+		u.magicLinkFailed(w, r, err)
 		return
 	}
-	p.renderForm(w, r, http.StatusOK, "magic_login", "", nil, map[string]any{"Token": token})
+	u.renderForm(w, r, http.StatusOK, "magic_login", "", nil, map[string]any{"Token": token})
 }
 
 // magicLogin consumes the link behind the magic-login page's button (POST
 // /api/public/magic-login) and logs in: the PIN page when the gate is on for the user,
 // else the session and the link's destination.
-func (p *Provider) magicLogin(w http.ResponseWriter, r *http.Request) {
-	if _, ok := p.checkForm(w, r); !ok {
+func (u *UI) magicLogin(w http.ResponseWriter, r *http.Request) {
+	if _, ok := u.checkForm(w, r); !ok {
 		return
 	}
-	if p.rateLimited(w, r, p.auth.CheckRate(r, limitMagicLogin)) {
+	if u.rateLimited(w, r, u.auth.CheckRate(r, limitMagicLogin)) {
 		return
 	}
-	user, dest, err := p.auth.ConsumeMagicLink(r.Context(), r.PostFormValue("token"))
+	user, dest, err := u.auth.ConsumeMagicLink(r.Context(), r.PostFormValue("token"))
 	if err != nil {
-		p.magicLinkFailed(w, r, err)
+		u.magicLinkFailed(w, r, err)
 		return
 	}
-	p.passFirstFactor(w, r, user, publicauth.MethodMagicLink, dest, "")
+	u.PassFirstFactor(w, r, user, publicauth.MethodMagicLink, dest, "")
 }
 
 // magicLinkFailed answers a magic link that cannot log in; never with a redirect.
-func (p *Provider) magicLinkFailed(w http.ResponseWriter, r *http.Request, err error) {
+func (u *UI) magicLinkFailed(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.Is(err, publicauth.ErrInvalidToken):
-		p.pages.error(w, r, http.StatusBadRequest, "Link expired",
+		u.pages.error(w, r, http.StatusBadRequest, "Link expired",
 			"This sign-in link is invalid, was already used or has expired. Ask for a new one.")
 	case errors.Is(err, publicauth.ErrAccountDisabled):
-		p.pages.error(w, r, http.StatusForbidden, "Account disabled", "This account is disabled.")
+		u.pages.error(w, r, http.StatusForbidden, "Account disabled", "This account is disabled.")
 	default:
-		p.pageFailure(w, r, err)
+		u.pageFailure(w, r, err)
 	}
 }
 
 // forgotPasswordSubmit mails a password-reset link; the same answer whatever the account.
-func (p *Provider) forgotPasswordSubmit(w http.ResponseWriter, r *http.Request) {
-	p.mailLinkSubmit(w, r, "forgot_password", limitPasswordReset,
-		func(_ submittedForm, email string) error { return p.auth.RequestPasswordReset(r.Context(), email) },
+func (u *UI) forgotPasswordSubmit(w http.ResponseWriter, r *http.Request) {
+	u.mailLinkSubmit(w, r, "forgot_password", limitPasswordReset,
+		func(_ submittedForm, email string) error { return u.auth.RequestPasswordReset(r.Context(), email) },
 		func(email string) string {
 			return "If an account exists for " + email + ", we sent it a link to choose a new password. It works once, for " +
-				publicauth.MailData{ExpiresIn: p.cfg.PublicAuth.PasswordResetLifespan}.ExpiresInWords() + "."
+				publicauth.MailData{ExpiresIn: u.cfg.PasswordResetLifespan}.ExpiresInWords() + "."
 		})
 }
 
 // resetPasswordPage shows the form of a password-reset link.
-func (p *Provider) resetPasswordPage(w http.ResponseWriter, r *http.Request) {
-	p.linkFormPage(w, r, "reset_password")
+func (u *UI) resetPasswordPage(w http.ResponseWriter, r *http.Request) {
+	u.linkFormPage(w, r, "reset_password")
 }
 
 // linkFormPage shows the form of a mailed link (a linkForm); without a token there is
 // nothing to fill in, so it says so at once rather than on submit.
-func (p *Provider) linkFormPage(w http.ResponseWriter, r *http.Request, page string) {
+func (u *UI) linkFormPage(w http.ResponseWriter, r *http.Request, page string) {
 	token := r.URL.Query().Get("token")
 	if token == "" {
-		p.pages.error(w, r, http.StatusBadRequest, "Link incomplete",
+		u.pages.error(w, r, http.StatusBadRequest, "Link incomplete",
 			"This page opens from the link in your email. Open the whole link, or ask for a new one.")
 		return
 	}
-	p.renderForm(w, r, http.StatusOK, page, "", nil, map[string]any{"Token": token})
+	u.renderForm(w, r, http.StatusOK, page, "", nil, map[string]any{"Token": token})
 }
 
 // resetPasswordSubmit sets the new password; every session of the user ends.
-func (p *Provider) resetPasswordSubmit(w http.ResponseWriter, r *http.Request) {
-	p.linkFormSubmit(w, r, linkForm{
-		page: "reset_password", limit: limitResetPassword, use: p.auth.ResetPassword,
+func (u *UI) resetPasswordSubmit(w http.ResponseWriter, r *http.Request) {
+	u.linkFormSubmit(w, r, linkForm{
+		page: "reset_password", limit: limitResetPassword, use: u.auth.ResetPassword,
 		expired:   "This password-reset link is invalid, was already used or has expired. Ask for a new one.",
 		doneTitle: "Password changed",
 		done: func(*publicauth.User) string {
@@ -336,56 +327,56 @@ type linkForm struct {
 
 // linkFormSubmit handles the POST of a linkForm: a refused password shows the form again
 // (the link stays usable), a dead link the error page, success the notice.
-func (p *Provider) linkFormSubmit(w http.ResponseWriter, r *http.Request, lf linkForm) {
-	f, ok := p.checkForm(w, r)
+func (u *UI) linkFormSubmit(w http.ResponseWriter, r *http.Request, lf linkForm) {
+	f, ok := u.checkForm(w, r)
 	if !ok {
 		return
 	}
 	token := r.PostFormValue("token")
-	err := p.auth.CheckRate(r, lf.limit)
+	err := u.auth.CheckRate(r, lf.limit)
 	var user *publicauth.User
 	if err == nil {
 		user, err = lf.use(r.Context(), token, r.PostFormValue("password"))
 	}
 	if errors.Is(err, publicauth.ErrInvalidToken) {
-		p.pages.error(w, r, http.StatusBadRequest, "Link expired", lf.expired)
+		u.pages.error(w, r, http.StatusBadRequest, "Link expired", lf.expired)
 		return
 	}
 	if err != nil {
-		p.formFailed(w, r, lf.page, f, map[string]any{"Token": token}, err)
+		u.formFailed(w, r, lf.page, f, map[string]any{"Token": token}, err)
 		return
 	}
-	p.notice(w, r, http.StatusOK, lf.doneTitle, lf.done(user), "/login", "Sign in")
+	u.notice(w, r, http.StatusOK, lf.doneTitle, lf.done(user), "/login", "Sign in")
 }
 
 // verifyEmail consumes the link of a verification mail (GET /api/public/verify-email).
-func (p *Provider) verifyEmail(w http.ResponseWriter, r *http.Request) {
-	if p.rateLimited(w, r, p.auth.CheckRate(r, limitVerifyEmail)) {
+func (u *UI) verifyEmail(w http.ResponseWriter, r *http.Request) {
+	if u.rateLimited(w, r, u.auth.CheckRate(r, limitVerifyEmail)) {
 		return
 	}
-	v, err := p.auth.VerifyEmail(r.Context(), r.URL.Query().Get("token"))
+	v, err := u.auth.VerifyEmail(r.Context(), r.URL.Query().Get("token"))
 	if errors.Is(err, publicauth.ErrInvalidToken) {
-		p.pages.error(w, r, http.StatusBadRequest, "Link expired",
+		u.pages.error(w, r, http.StatusBadRequest, "Link expired",
 			"This verification link is invalid, was already used or has expired.")
 		return
 	}
 	if err != nil {
 		if status, msg := publicauth.Describe(err); status < 500 {
-			p.pages.error(w, r, status, "Link not usable", msg)
+			u.pages.error(w, r, status, "Link not usable", msg)
 			return
 		}
-		p.pageFailure(w, r, err)
+		u.pageFailure(w, r, err)
 		return
 	}
-	p.notice(w, r, http.StatusOK, "Email verified", "Thank you: "+v.User.Email+" is verified.", "/login", "Sign in")
+	u.notice(w, r, http.StatusOK, "Email verified", "Thank you: "+v.User.Email+" is verified.", "/login", "Sign in")
 }
 
 // signedIn shows who is signed in, for logins that began outside any OAuth flow.
-func (p *Provider) signedIn(w http.ResponseWriter, r *http.Request) {
-	_, user, err := p.auth.CurrentSession(r, publicauth.SessionPublic)
+func (u *UI) signedIn(w http.ResponseWriter, r *http.Request) {
+	_, user, err := u.auth.CurrentSession(r, publicauth.SessionPublic)
 	if err != nil {
 		http.Redirect(w, r, "/login", http.StatusSeeOther)
 		return
 	}
-	p.pages.render(w, r, http.StatusOK, "signed_in", map[string]any{"UserEmail": user.Email})
+	u.pages.render(w, r, http.StatusOK, "signed_in", map[string]any{"UserEmail": user.Email})
 }
