@@ -80,7 +80,7 @@ func (p *Provider) pausedRequest(r *http.Request, token string) (*storage.AuthRe
 
 func (p *Provider) pausedRequestError(w http.ResponseWriter, r *http.Request, ar fosite.AuthorizeRequester, err error) {
 	if errors.Is(err, publicauth.ErrRequestExpired) {
-		p.ui.Failure(w, r, err)
+		p.ui.Error(w, r, err)
 		return
 	}
 	p.authorizeError(w, r, ar, err)
@@ -361,7 +361,7 @@ func (p *Provider) authorizeError(w http.ResponseWriter, r *http.Request, ar fos
 			// WWW-Authenticate challenge to offer: it is a bad request.
 			status = http.StatusBadRequest
 		}
-		p.ui.ErrorPage(w, r, status, "The request cannot be completed", description)
+		p.ui.Error(w, r, &ui.RequestError{Status: status, Description: description})
 		return
 	}
 	params := url.Values{"error": {rfc.ErrorField}, "iss": {p.cfg.Issuer}}

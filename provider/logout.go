@@ -2,11 +2,13 @@ package provider
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
 
 	"github.com/gatehouse-id/gatehouse/publicauth"
+	"github.com/gatehouse-id/gatehouse/ui"
 )
 
 // logoutRequest is a validated OpenID Connect RP-Initiated Logout 1.0 request.
@@ -29,13 +31,13 @@ type logoutRequest struct {
 func (p *Provider) logout(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	if err := r.ParseForm(); err != nil {
-		p.ui.ErrorPage(w, r, http.StatusBadRequest, "Invalid logout request", "The logout request could not be read.")
+		p.ui.Error(w, r, fmt.Errorf("%w: %w", ui.ErrLogoutUnreadable, err))
 		return
 	}
 	lr := p.logoutRequest(ctx, r.Form)
 	user, err := p.auth.SignedIn(r)
 	if err != nil {
-		p.ui.Failure(w, r, err)
+		p.ui.Error(w, r, err)
 		return
 	}
 	if user != nil && (lr.hintSubject == "" || lr.hintSubject != user.ID) {

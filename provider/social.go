@@ -71,7 +71,7 @@ func (h socialHost) CompleteLogin(w http.ResponseWriter, r *http.Request, u *pub
 	h.p.ui.PassFirstFactor(w, r, u, method, dest, token)
 }
 
-// ErrorPage implements social.Host.
-func (h socialHost) ErrorPage(w http.ResponseWriter, r *http.Request, status int, title, message string) {
-	h.p.ui.ErrorPage(w, r, status, title, message)
+// ErrorPage implements social.Host with the hosted pages' one error table.
+func (h socialHost) ErrorPage(w http.ResponseWriter, r *http.Request, err error) {
+	h.p.ui.Error(w, r, err)
 }

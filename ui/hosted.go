@@ -6,9 +6,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/gatehouse-id/gatehouse/internal/httpjson"
 	"github.com/gatehouse-id/gatehouse/publicauth"
-	"github.com/gatehouse-id/gatehouse/social"
 )
 
 // The hosted pages: login, registration and consent. Each works without JavaScript, carries
@@ -28,21 +26,6 @@ func (u *UI) pageContext(r *http.Request, token string) (*PausedRequest, error) 
 	return &pr, nil
 }
 
-func (u *UI) pageFailure(w http.ResponseWriter, r *http.Request, err error) {
-	if errors.Is(err, publicauth.ErrRequestExpired) {
-		u.pages.error(w, r, http.StatusBadRequest, "Sign-in request expired",
-			"This sign-in request has expired or has already been completed. Go back to the application and start again.")
-		return
-	}
-	u.log.ErrorContext(r.Context(), "hosted page failed", "error", err)
-	if httpjson.Unavailable(err) {
-		w.Header().Set("Retry-After", "5")
-		u.pages.error(w, r, http.StatusServiceUnavailable, "Temporarily unavailable", "The service is temporarily unavailable. Please try again in a moment.")
-		return
-	}
-	u.pages.error(w, r, http.StatusInternalServerError, "Something went wrong", "Please try again in a moment.")
-}
-
 // formPage serves the GET of a hosted form (login, register or forgot-password): the email
 // query parameter, else login_hint, prefills the email.
 func (u *UI) formPage(page string) http.HandlerFunc {
@@ -50,7 +33,7 @@ func (u *UI) formPage(page string) http.HandlerFunc {
 		token := r.URL.Query().Get(RequestParam)
 		pr, err := u.pageContext(r, token)
 		if err != nil {
-			u.pageFailure(w, r, err)
+			u.Error(w, r, err)
 			return
 		}
 		email := r.URL.Query().Get("email")
@@ -84,11 +67,11 @@ func (u *UI) checkForm(w http.ResponseWriter, r *http.Request) (submittedForm, b
 	f := submittedForm{token: r.PostFormValue(RequestParam)}
 	var err error
 	if f.paused, err = u.pageContext(r, f.token); err != nil {
-		u.pageFailure(w, r, err)
+		u.Error(w, r, err)
 		return f, false
 	}
 	if !u.csrf.verify(r) {
-		u.pages.error(w, r, http.StatusForbidden, "Form expired", "The form expired. Go back, reload the page and try again.")
+		u.Error(w, r, errFormExpired)
 		return f, false
 	}
 	return f, true
@@ -160,7 +143,7 @@ func (u *UI) consentPage(w http.ResponseWriter, r *http.Request) {
 		err = publicauth.ErrRequestExpired
 	}
 	if err != nil {
-		u.pageFailure(w, r, err)
+		u.Error(w, r, err)
 		return
 	}
 	_, user, err := u.auth.CurrentSession(r, publicauth.SessionPublic)
@@ -180,7 +163,7 @@ func (u *UI) consentPage(w http.ResponseWriter, r *http.Request) {
 func (u *UI) consentSubmit(w http.ResponseWriter, r *http.Request) {
 	token := r.PostFormValue(RequestParam)
 	if !u.csrf.verify(r) {
-		u.pages.error(w, r, http.StatusForbidden, "Form expired", "The form expired. Go back, reload the page and try again.")
+		u.Error(w, r, errFormExpired)
 		return
 	}
 	u.host.DecideConsent(w, r, token, r.PostFormValue("decision") == "allow")
@@ -190,7 +173,7 @@ func (u *UI) consentSubmit(w http.ResponseWriter, r *http.Request) {
 func (u *UI) renderForm(w http.ResponseWriter, r *http.Request, status int, page, token string, pr *PausedRequest, data map[string]any) {
 	csrf, err := u.csrf.token(w, r)
 	if err != nil {
-		u.pageFailure(w, r, err)
+		u.Error(w, r, err)
 		return
 	}
 	data["CSRF"], data["Request"] = csrf, token
@@ -210,7 +193,7 @@ func (u *UI) socialLoginData(r *http.Request, token string, data map[string]any)
 		data["Social"] = buttons
 	}
 	if _, ok := data["Error"]; !ok {
-		if msg := social.LoginMessage(r.URL.Query().Get("social_error")); msg != "" {
+		if msg := socialLoginMessages[r.URL.Query().Get("social_error")]; msg != "" {
 			data["Error"] = msg
 		}
 	}

@@ -17,7 +17,7 @@ func (u *UI) confirmPasswordPage(w http.ResponseWriter, r *http.Request) {
 func (u *UI) confirmPasswordSubmit(w http.ResponseWriter, r *http.Request) {
 	u.linkFormSubmit(w, r, linkForm{
 		page: "confirm_password", limit: publicauth.EndpointConfirmPassword, use: u.auth.ConfirmPassword,
-		expired:   "This link is invalid, was already used or has expired. Register again to get a new one.",
+		expired:   errConfirmLinkExpired,
 		doneTitle: "Password added",
 		done: func(u *publicauth.User) string {
 			return "Your password was added: " + u.Email + " can now also sign in with it."

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 
 	"github.com/gatehouse-id/gatehouse/publicauth"
@@ -41,39 +40,6 @@ func loginPath(token string) string {
 	return "/login?" + url.Values{RequestParam: {token}}.Encode()
 }
 
-// rateLimited answers an attempt refused for load with Retry-After and the error page (429
-// over a rate limit, 503 when password hashing is saturated), and reports whether it did.
-func (u *UI) rateLimited(w http.ResponseWriter, r *http.Request, err error) bool {
-	seconds, limited := publicauth.RetryAfterSeconds(err)
-	if !limited {
-		return false
-	}
-	w.Header().Set("Retry-After", strconv.Itoa(seconds))
-	if errors.Is(err, publicauth.ErrBusy) {
-		u.pages.error(w, r, http.StatusServiceUnavailable, "Busy",
-			"Too many sign-ins are being checked right now. Please try again in a moment.")
-		return true
-	}
-	u.pages.error(w, r, http.StatusTooManyRequests, "Too many attempts",
-		"Too many attempts. Wait a few minutes, then try again.")
-	return true
-}
-
-// formFailed answers a hosted form whose action failed with err: the form again with the
-// reason for a refused input (4xx), the error page otherwise.
-func (u *UI) formFailed(w http.ResponseWriter, r *http.Request, page string, f submittedForm, data map[string]any, err error) {
-	if u.rateLimited(w, r, err) {
-		return
-	}
-	status, msg := publicauth.Describe(err)
-	if status >= 500 {
-		u.pageFailure(w, r, err)
-		return
-	}
-	data["Error"] = msg
-	u.renderForm(w, r, status, page, f.token, f.paused, data)
-}
-
 // notice renders the page that tells the user what happened and where to go next.
 func (u *UI) notice(w http.ResponseWriter, r *http.Request, status int, title, message, linkURL, linkText string) {
 	u.pages.render(w, r, status, "notice", map[string]any{
@@ -89,13 +55,13 @@ func (u *UI) finishLogin(w http.ResponseWriter, r *http.Request, user *publicaut
 	paused := kind == publicauth.SessionPublic && dest.PausedRequest != ""
 	if paused {
 		if err := u.host.CheckPausedRef(ctx, dest.PausedRequest); err != nil {
-			u.pageFailure(w, r, err)
+			u.Error(w, r, err)
 			return
 		}
 	}
 	session, err := u.auth.ReplaceSession(ctx, w, r, user, kind, method)
 	if err != nil {
-		u.pageFailure(w, r, err)
+		u.Error(w, r, err)
 		return
 	}
 	if paused {
@@ -105,7 +71,7 @@ func (u *UI) finishLogin(w http.ResponseWriter, r *http.Request, user *publicaut
 		// the flow after it.
 		resume, err := u.host.ResumeLogin(ctx, dest.PausedRequest, user.ID, session.AuthTime)
 		if err != nil {
-			u.pageFailure(w, r, err)
+			u.Error(w, r, err)
 			return
 		}
 		w.Header().Set("Cache-Control", "no-store")
@@ -134,15 +100,7 @@ func (u *UI) PassFirstFactor(w http.ResponseWriter, r *http.Request, user *publi
 	}
 	challenge, err := u.auth.StartPINChallenge(r.Context(), user, publicauth.SessionPublic, method, dest)
 	if err != nil {
-		if u.rateLimited(w, r, err) {
-			return
-		}
-		status, msg := publicauth.Describe(err)
-		if status >= 500 && status != http.StatusServiceUnavailable {
-			u.pageFailure(w, r, err)
-			return
-		}
-		u.pages.error(w, r, status, "Could not send your PIN", msg)
+		u.Error(w, r, err)
 		return
 	}
 	u.renderPIN(w, r, http.StatusOK, challenge.ID, token, user.Email, "")
@@ -157,28 +115,25 @@ func (u *UI) renderPIN(w http.ResponseWriter, r *http.Request, status int, chall
 // pinSubmit checks the PIN of a challenge and, when right, finishes the login it gates.
 func (u *UI) pinSubmit(w http.ResponseWriter, r *http.Request) {
 	if !u.csrf.verify(r) {
-		u.pages.error(w, r, http.StatusForbidden, "Form expired", "The form expired. Go back, reload the page and try again.")
+		u.Error(w, r, errFormExpired)
 		return
 	}
-	if u.rateLimited(w, r, u.auth.CheckRate(r, limitVerifyPIN)) {
+	if err := u.auth.CheckRate(r, limitVerifyPIN); err != nil {
+		u.Error(w, r, err)
 		return
 	}
 	challenge, token := r.PostFormValue("challenge"), r.PostFormValue(RequestParam)
 	user, ch, err := u.auth.VerifyPIN(r.Context(), challenge, strings.TrimSpace(r.PostFormValue("pin")))
-	switch {
-	case errors.Is(err, publicauth.ErrPINMismatch):
-		u.renderPIN(w, r, http.StatusUnauthorized, challenge, token, "", "That PIN is not right. Check the latest mail and try again.")
-		return
-	case errors.Is(err, publicauth.ErrChallengeInvalid):
-		u.notice(w, r, http.StatusUnauthorized, "Sign in again",
-			"This PIN has expired or was entered wrong too many times.", loginPath(token), "Sign in again")
-		return
-	case errors.Is(err, publicauth.ErrAccountDisabled):
-		u.pages.error(w, r, http.StatusForbidden, "Account disabled", "This account is disabled.")
-		return
-	case err != nil:
-		if !u.rateLimited(w, r, err) {
-			u.pageFailure(w, r, err)
+	if err != nil {
+		p := describe(err)
+		switch {
+		case errors.Is(err, publicauth.ErrPINMismatch):
+			u.renderPIN(w, r, p.status, challenge, token, "", p.text)
+		case errors.Is(err, publicauth.ErrChallengeInvalid):
+			// Not an error to report but a step: a new login, within the same flow.
+			u.notice(w, r, p.status, p.title, p.text, loginPath(token), "Sign in again")
+		default:
+			u.Error(w, r, err)
 		}
 		return
 	}
@@ -232,7 +187,8 @@ func (u *UI) mailLinkSubmit(w http.ResponseWriter, r *http.Request, page, endpoi
 // deliberate, CSRF-checked POST of the button logs in. A bad, used or expired link says
 // so at once.
 func (u *UI) magicLoginPage(w http.ResponseWriter, r *http.Request) {
-	if u.rateLimited(w, r, u.auth.CheckRate(r, limitMagicLogin)) {
+	if err := u.auth.CheckRate(r, limitMagicLogin); err != nil {
+		u.Error(w, r, err)
 		return
 	}
 	token := r.URL.Query().Get("token")
@@ -250,7 +206,8 @@ func (u *UI) magicLogin(w http.ResponseWriter, r *http.Request) {
 	if _, ok := u.checkForm(w, r); !ok {
 		return
 	}
-	if u.rateLimited(w, r, u.auth.CheckRate(r, limitMagicLogin)) {
+	if err := u.auth.CheckRate(r, limitMagicLogin); err != nil {
+		u.Error(w, r, err)
 		return
 	}
 	user, dest, err := u.auth.ConsumeMagicLink(r.Context(), r.PostFormValue("token"))
@@ -263,15 +220,16 @@ func (u *UI) magicLogin(w http.ResponseWriter, r *http.Request) {
 
 // magicLinkFailed answers a magic link that cannot log in; never with a redirect.
 func (u *UI) magicLinkFailed(w http.ResponseWriter, r *http.Request, err error) {
-	switch {
-	case errors.Is(err, publicauth.ErrInvalidToken):
-		u.pages.error(w, r, http.StatusBadRequest, "Link expired",
-			"This sign-in link is invalid, was already used or has expired. Ask for a new one.")
-	case errors.Is(err, publicauth.ErrAccountDisabled):
-		u.pages.error(w, r, http.StatusForbidden, "Account disabled", "This account is disabled.")
-	default:
-		u.pageFailure(w, r, err)
+	u.Error(w, r, linkError(err, errMagicLinkExpired))
+}
+
+// linkError is err of a mailed link, with publicauth.ErrInvalidToken replaced by expired,
+// the error whose page text names the kind of link.
+func linkError(err, expired error) error {
+	if errors.Is(err, publicauth.ErrInvalidToken) {
+		return expired
 	}
+	return err
 }
 
 // forgotPasswordSubmit mails a password-reset link; the same answer whatever the account.
@@ -294,8 +252,7 @@ func (u *UI) resetPasswordPage(w http.ResponseWriter, r *http.Request) {
 func (u *UI) linkFormPage(w http.ResponseWriter, r *http.Request, page string) {
 	token := r.URL.Query().Get("token")
 	if token == "" {
-		u.pages.error(w, r, http.StatusBadRequest, "Link incomplete",
-			"This page opens from the link in your email. Open the whole link, or ask for a new one.")
+		u.Error(w, r, errLinkIncomplete)
 		return
 	}
 	u.renderForm(w, r, http.StatusOK, page, "", nil, map[string]any{"Token": token})
@@ -305,7 +262,7 @@ func (u *UI) linkFormPage(w http.ResponseWriter, r *http.Request, page string) {
 func (u *UI) resetPasswordSubmit(w http.ResponseWriter, r *http.Request) {
 	u.linkFormSubmit(w, r, linkForm{
 		page: "reset_password", limit: limitResetPassword, use: u.auth.ResetPassword,
-		expired:   "This password-reset link is invalid, was already used or has expired. Ask for a new one.",
+		expired:   errResetLinkExpired,
 		doneTitle: "Password changed",
 		done: func(*publicauth.User) string {
 			return "Your password was changed and every session of your account was signed out. Sign in with the new password."
@@ -318,8 +275,8 @@ func (u *UI) resetPasswordSubmit(w http.ResponseWriter, r *http.Request) {
 type linkForm struct {
 	page, limit string
 	use         func(ctx context.Context, token, password string) (*publicauth.User, error)
-	// expired is the error page's text for a bad, used or expired link.
-	expired string
+	// expired answers a bad, used or expired link (see linkError).
+	expired error
 	// doneTitle and done are the notice shown once use succeeded.
 	doneTitle string
 	done      func(*publicauth.User) string
@@ -339,7 +296,7 @@ func (u *UI) linkFormSubmit(w http.ResponseWriter, r *http.Request, lf linkForm)
 		user, err = lf.use(r.Context(), token, r.PostFormValue("password"))
 	}
 	if errors.Is(err, publicauth.ErrInvalidToken) {
-		u.pages.error(w, r, http.StatusBadRequest, "Link expired", lf.expired)
+		u.Error(w, r, lf.expired)
 		return
 	}
 	if err != nil {
@@ -351,21 +308,13 @@ func (u *UI) linkFormSubmit(w http.ResponseWriter, r *http.Request, lf linkForm)
 
 // verifyEmail consumes the link of a verification mail (GET /api/public/verify-email).
 func (u *UI) verifyEmail(w http.ResponseWriter, r *http.Request) {
-	if u.rateLimited(w, r, u.auth.CheckRate(r, limitVerifyEmail)) {
-		return
-	}
-	v, err := u.auth.VerifyEmail(r.Context(), r.URL.Query().Get("token"))
-	if errors.Is(err, publicauth.ErrInvalidToken) {
-		u.pages.error(w, r, http.StatusBadRequest, "Link expired",
-			"This verification link is invalid, was already used or has expired.")
-		return
+	err := u.auth.CheckRate(r, limitVerifyEmail)
+	var v publicauth.VerifiedEmail
+	if err == nil {
+		v, err = u.auth.VerifyEmail(r.Context(), r.URL.Query().Get("token"))
 	}
 	if err != nil {
-		if status, msg := publicauth.Describe(err); status < 500 {
-			u.pages.error(w, r, status, "Link not usable", msg)
-			return
-		}
-		u.pageFailure(w, r, err)
+		u.Error(w, r, linkError(err, errVerifyLinkExpired))
 		return
 	}
 	u.notice(w, r, http.StatusOK, "Email verified", "Thank you: "+v.User.Email+" is verified.", "/login", "Sign in")

@@ -13,7 +13,7 @@ const LogoutPath = "/logout"
 func (u *UI) LogoutConfirmation(w http.ResponseWriter, r *http.Request, userEmail string, fields url.Values) {
 	csrf, err := u.csrf.token(w, r)
 	if err != nil {
-		u.pageFailure(w, r, err)
+		u.Error(w, r, err)
 		return
 	}
 	u.pages.render(w, r, http.StatusOK, "logout", map[string]any{
@@ -29,7 +29,7 @@ func (u *UI) LoggedOut(w http.ResponseWriter, r *http.Request) {
 // logoutConfirm is the confirmation page's CSRF-protected POST.
 func (u *UI) logoutConfirm(w http.ResponseWriter, r *http.Request) {
 	if !u.csrf.verify(r) {
-		u.pages.error(w, r, http.StatusForbidden, "Form expired", "The form expired. Go back, reload the page and try again.")
+		u.Error(w, r, errFormExpired)
 		return
 	}
 	u.host.Logout(w, r, r.PostForm)

@@ -134,14 +134,6 @@ func (u *UI) Routes(r *mux.Router) {
 	r.HandleFunc("/ui/style.css", u.pages.style).Methods(get, http.MethodHead)
 }
 
-// ErrorPage shows the error page; it never redirects.
-func (u *UI) ErrorPage(w http.ResponseWriter, r *http.Request, status int, title, message string) {
-	u.pages.error(w, r, status, title, message)
-}
-
-// Failure answers a page request that failed with err.
-func (u *UI) Failure(w http.ResponseWriter, r *http.Request, err error) { u.pageFailure(w, r, err) }
-
 // FormPost writes an authorization response (or error) as a page that posts params to the
 // client's verified redirect URI (response_mode=form_post).
 func (u *UI) FormPost(w http.ResponseWriter, redirectURI string, params url.Values) {
