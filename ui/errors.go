@@ -164,12 +164,12 @@ func (u *UI) Error(w http.ResponseWriter, r *http.Request, err error) {
 
 // formFailed answers a hosted form whose action failed with err: the form again with the
 // reason for a refused input, the error page otherwise.
-func (u *UI) formFailed(w http.ResponseWriter, r *http.Request, page string, f submittedForm, data map[string]any, err error) {
+func (u *UI) formFailed(w http.ResponseWriter, r *http.Request, page string, f submittedForm, v formView, err error) {
 	p := describe(err)
 	if !p.form {
 		u.Error(w, r, err)
 		return
 	}
-	data["Error"] = p.text
-	u.renderForm(w, r, p.status, page, f.token, f.paused, data)
+	v.form().Error = p.text
+	u.renderForm(w, r, p.status, page, f.token, f.paused, v)
 }

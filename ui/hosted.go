@@ -26,9 +26,9 @@ func (u *UI) pageContext(r *http.Request, token string) (*PausedRequest, error) 
 	return &pr, nil
 }
 
-// formPage serves the GET of a hosted form (login, register or forgot-password): the email
-// query parameter, else login_hint, prefills the email.
-func (u *UI) formPage(page string) http.HandlerFunc {
+// formPage serves the GET of a hosted form (login, register or forgot-password) whose view
+// with email prefilled newView makes: the email query parameter, else login_hint.
+func (u *UI) formPage(page string, newView func(email string) formView) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		token := r.URL.Query().Get(RequestParam)
 		pr, err := u.pageContext(r, token)
@@ -40,7 +40,7 @@ func (u *UI) formPage(page string) http.HandlerFunc {
 		if email == "" && pr != nil {
 			email = pr.LoginHint
 		}
-		u.renderForm(w, r, http.StatusOK, page, token, pr, map[string]any{"Email": email})
+		u.renderForm(w, r, http.StatusOK, page, token, pr, newView(email))
 	}
 }
 
@@ -92,7 +92,7 @@ func (u *UI) loginSubmit(w http.ResponseWriter, r *http.Request) {
 		user, err = u.auth.Authenticate(r.Context(), email, r.PostFormValue("password"))
 	}
 	if err != nil {
-		u.formFailed(w, r, "login", f, map[string]any{"Email": email}, err)
+		u.formFailed(w, r, "login", f, &LoginView{Email: email}, err)
 		return
 	}
 	u.PassFirstFactor(w, r, user, publicauth.MethodPassword, u.host.Destination(f.token), f.token)
@@ -118,12 +118,12 @@ func (u *UI) registerSubmit(w http.ResponseWriter, r *http.Request) {
 		reg, err = u.auth.Register(r.Context(), email, r.PostFormValue("password"), name, signedIn)
 	}
 	if err != nil {
-		data := map[string]any{"Email": email, "Name": name}
+		v := &RegisterView{Email: email, Name: name}
 		if errors.Is(err, publicauth.ErrEmailTaken) {
 			// A way forward for someone who forgot they had an account.
-			data["SignInURL"], data["ResetURL"] = formLink("/login", f.token, email), formLink("/forgot-password", f.token, email)
+			v.SignInURL, v.ResetURL = formLink("/login", f.token, email), formLink("/forgot-password", f.token, email)
 		}
-		u.formFailed(w, r, "register", f, data, err)
+		u.formFailed(w, r, "register", f, v, err)
 		return
 	}
 	if reg.AccountLinking && !reg.PasswordAdded {
@@ -152,10 +152,7 @@ func (u *UI) consentPage(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, loginPath(token), http.StatusSeeOther)
 		return
 	}
-	u.renderForm(w, r, http.StatusOK, "consent", token, pr, map[string]any{
-		"UserEmail": user.Email,
-		"Scopes":    describeScopes(pr.Scopes),
-	})
+	u.renderForm(w, r, http.StatusOK, "consent", token, pr, &ConsentView{UserEmail: user.Email, Scopes: describeScopes(pr.Scopes)})
 }
 
 // consentSubmit passes the user's decision to the provider: allow finishes the
@@ -170,32 +167,29 @@ func (u *UI) consentSubmit(w http.ResponseWriter, r *http.Request) {
 }
 
 // renderForm renders a hosted form page with its CSRF token and request context.
-func (u *UI) renderForm(w http.ResponseWriter, r *http.Request, status int, page, token string, pr *PausedRequest, data map[string]any) {
+func (u *UI) renderForm(w http.ResponseWriter, r *http.Request, status int, page, token string, pr *PausedRequest, v formView) {
 	csrf, err := u.csrf.token(w, r)
 	if err != nil {
 		u.Error(w, r, err)
 		return
 	}
-	data["CSRF"], data["Request"] = csrf, token
-	if page == "login" {
-		u.socialLoginData(r, token, data)
-	}
+	f := v.form()
+	f.CSRF, f.Request = csrf, token
 	if pr != nil {
-		data["ClientName"] = pr.ClientName
+		f.ClientName = pr.ClientName
 	}
-	u.pages.render(w, r, status, page, data)
+	if login, ok := v.(*LoginView); ok {
+		u.addSocialLogins(r, token, login)
+	}
+	u.pages.render(w, r, status, page, v)
 }
 
-// socialLoginData adds to the login page's data a button per enabled social provider and,
-// after a failed social login, its message.
-func (u *UI) socialLoginData(r *http.Request, token string, data map[string]any) {
-	if buttons := u.social.Buttons(token); len(buttons) > 0 {
-		data["Social"] = buttons
-	}
-	if _, ok := data["Error"]; !ok {
-		if msg := socialLoginMessages[r.URL.Query().Get("social_error")]; msg != "" {
-			data["Error"] = msg
-		}
+// addSocialLogins adds to the login page a button per enabled social provider and, after a
+// failed social login, its message.
+func (u *UI) addSocialLogins(r *http.Request, token string, v *LoginView) {
+	v.Social = u.social.Buttons(token)
+	if v.Error == "" {
+		v.Error = socialLoginMessages[r.URL.Query().Get("social_error")]
 	}
 }
 

@@ -42,9 +42,7 @@ func loginPath(token string) string {
 
 // notice renders the page that tells the user what happened and where to go next.
 func (u *UI) notice(w http.ResponseWriter, r *http.Request, status int, title, message, linkURL, linkText string) {
-	u.pages.render(w, r, status, "notice", map[string]any{
-		"Title": title, "Message": message, "LinkURL": linkURL, "LinkText": linkText,
-	})
+	u.pages.render(w, r, status, "notice", &NoticeView{Page: Page{Title: title}, Message: message, LinkURL: linkURL, LinkText: linkText})
 }
 
 // finishLogin starts the session of kind for a user who passed every factor, then goes to
@@ -85,7 +83,7 @@ func (u *UI) finishLogin(w http.ResponseWriter, r *http.Request, user *publicaut
 	case dest.RedirectURI != "":
 		http.Redirect(w, r, dest.RedirectURI, http.StatusFound)
 	default:
-		u.pages.render(w, r, http.StatusOK, "signed_in", map[string]any{"UserEmail": user.Email})
+		u.pages.render(w, r, http.StatusOK, "signed_in", &SignedInView{UserEmail: user.Email})
 	}
 }
 
@@ -109,7 +107,7 @@ func (u *UI) PassFirstFactor(w http.ResponseWriter, r *http.Request, user *publi
 // renderPIN renders the PIN page of challenge. token, the paused request the login
 // resumes, only lets a user whose challenge ended sign in again within the same flow.
 func (u *UI) renderPIN(w http.ResponseWriter, r *http.Request, status int, challenge, token, email, problem string) {
-	u.renderForm(w, r, status, "pin", token, nil, map[string]any{"Challenge": challenge, "Email": email, "Error": problem})
+	u.renderForm(w, r, status, "pin", token, nil, &PINView{Form: Form{Error: problem}, Challenge: challenge, Email: email})
 }
 
 // pinSubmit checks the PIN of a challenge and, when right, finishes the login it gates.
@@ -143,7 +141,7 @@ func (u *UI) pinSubmit(w http.ResponseWriter, r *http.Request) {
 // magicLinkSubmit mails a sign-in link for the login page's second form. The answer is
 // the same whether or not the account exists.
 func (u *UI) magicLinkSubmit(w http.ResponseWriter, r *http.Request) {
-	u.mailLinkSubmit(w, r, "login", limitMagicLink,
+	u.mailLinkSubmit(w, r, "login", loginView, limitMagicLink,
 		func(f submittedForm, email string) error {
 			dest := u.host.Destination(f.token)
 			if dest.PausedRequest == "" {
@@ -159,11 +157,11 @@ func (u *UI) magicLinkSubmit(w http.ResponseWriter, r *http.Request) {
 		})
 }
 
-// mailLinkSubmit handles a form of page that mails a one-time link to the email it holds:
+// mailLinkSubmit handles a form of page (whose view newView makes) that mails a one-time link to the email it holds:
 // it checks the form and the rate limit of endpoint, send mails the link, and the answer is
 // a "Check your email" notice with noticeText(email). Every address, registered or not,
 // gets that same answer, so it tells nothing about which addresses have accounts.
-func (u *UI) mailLinkSubmit(w http.ResponseWriter, r *http.Request, page, endpoint string,
+func (u *UI) mailLinkSubmit(w http.ResponseWriter, r *http.Request, page string, newView func(email string) formView, endpoint string,
 	send func(f submittedForm, email string) error, noticeText func(email string) string) {
 	f, ok := u.checkForm(w, r)
 	if !ok {
@@ -175,7 +173,7 @@ func (u *UI) mailLinkSubmit(w http.ResponseWriter, r *http.Request, page, endpoi
 		err = send(f, email)
 	}
 	if err != nil {
-		u.formFailed(w, r, page, f, map[string]any{"Email": email}, err)
+		u.formFailed(w, r, page, f, newView(email), err)
 		return
 	}
 	u.notice(w, r, http.StatusOK, "Check your email", noticeText(email), "", "")
@@ -196,7 +194,7 @@ func (u *UI) magicLoginPage(w http.ResponseWriter, r *http.Request) {
 		u.magicLinkFailed(w, r, err)
 		return
 	}
-	u.renderForm(w, r, http.StatusOK, "magic_login", "", nil, map[string]any{"Token": token})
+	u.renderForm(w, r, http.StatusOK, "magic_login", "", nil, &LinkFormView{Token: token})
 }
 
 // magicLogin consumes the link behind the magic-login page's button (POST
@@ -234,7 +232,7 @@ func linkError(err, expired error) error {
 
 // forgotPasswordSubmit mails a password-reset link; the same answer whatever the account.
 func (u *UI) forgotPasswordSubmit(w http.ResponseWriter, r *http.Request) {
-	u.mailLinkSubmit(w, r, "forgot_password", limitPasswordReset,
+	u.mailLinkSubmit(w, r, "forgot_password", forgotPasswordView, limitPasswordReset,
 		func(_ submittedForm, email string) error { return u.auth.RequestPasswordReset(r.Context(), email) },
 		func(email string) string {
 			return "If an account exists for " + email + ", we sent it a link to choose a new password. It works once, for " +
@@ -255,7 +253,7 @@ func (u *UI) linkFormPage(w http.ResponseWriter, r *http.Request, page string) {
 		u.Error(w, r, errLinkIncomplete)
 		return
 	}
-	u.renderForm(w, r, http.StatusOK, page, "", nil, map[string]any{"Token": token})
+	u.renderForm(w, r, http.StatusOK, page, "", nil, &LinkFormView{Token: token})
 }
 
 // resetPasswordSubmit sets the new password; every session of the user ends.
@@ -300,7 +298,7 @@ func (u *UI) linkFormSubmit(w http.ResponseWriter, r *http.Request, lf linkForm)
 		return
 	}
 	if err != nil {
-		u.formFailed(w, r, lf.page, f, map[string]any{"Token": token}, err)
+		u.formFailed(w, r, lf.page, f, &LinkFormView{Token: token}, err)
 		return
 	}
 	u.notice(w, r, http.StatusOK, lf.doneTitle, lf.done(user), "/login", "Sign in")
@@ -327,5 +325,5 @@ func (u *UI) signedIn(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/login", http.StatusSeeOther)
 		return
 	}
-	u.pages.render(w, r, http.StatusOK, "signed_in", map[string]any{"UserEmail": user.Email})
+	u.pages.render(w, r, http.StatusOK, "signed_in", &SignedInView{UserEmail: user.Email})
 }

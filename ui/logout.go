@@ -16,14 +16,12 @@ func (u *UI) LogoutConfirmation(w http.ResponseWriter, r *http.Request, userEmai
 		u.Error(w, r, err)
 		return
 	}
-	u.pages.render(w, r, http.StatusOK, "logout", map[string]any{
-		"CSRF": csrf, "UserEmail": userEmail, "Action": LogoutPath, "Fields": fields,
-	})
+	u.pages.render(w, r, http.StatusOK, "logout", &LogoutView{CSRF: csrf, UserEmail: userEmail, Action: LogoutPath, Fields: fields})
 }
 
 // LoggedOut shows the page of a logout that has no registered place to return to.
 func (u *UI) LoggedOut(w http.ResponseWriter, r *http.Request) {
-	u.pages.render(w, r, http.StatusOK, "logged_out", nil)
+	u.pages.render(w, r, http.StatusOK, "logged_out", &LoggedOutView{})
 }
 
 // logoutConfirm is the confirmation page's CSRF-protected POST.

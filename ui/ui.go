@@ -112,16 +112,16 @@ func New(cfg Config, auth *publicauth.Service, social SocialLogins, host Host) (
 // Routes registers the hosted pages on r.
 func (u *UI) Routes(r *mux.Router) {
 	get, post := http.MethodGet, http.MethodPost
-	r.HandleFunc("/login", u.formPage("login")).Methods(get)
+	r.HandleFunc("/login", u.formPage("login", loginView)).Methods(get)
 	r.HandleFunc("/login", u.loginSubmit).Methods(post)
-	r.HandleFunc("/register", u.formPage("register")).Methods(get)
+	r.HandleFunc("/register", u.formPage("register", registerView)).Methods(get)
 	r.HandleFunc("/register", u.registerSubmit).Methods(post)
 	r.HandleFunc("/consent", u.consentPage).Methods(get)
 	r.HandleFunc("/consent", u.consentSubmit).Methods(post)
 	r.HandleFunc(LogoutPath, u.logoutConfirm).Methods(post)
 	r.HandleFunc("/pin", u.pinSubmit).Methods(post)
 	r.HandleFunc("/magic-link", u.magicLinkSubmit).Methods(post)
-	r.HandleFunc("/forgot-password", u.formPage("forgot_password")).Methods(get)
+	r.HandleFunc("/forgot-password", u.formPage("forgot_password", forgotPasswordView)).Methods(get)
 	r.HandleFunc("/forgot-password", u.forgotPasswordSubmit).Methods(post)
 	r.HandleFunc(publicauth.PathResetPassword, u.resetPasswordPage).Methods(get)
 	r.HandleFunc(publicauth.PathResetPassword, u.resetPasswordSubmit).Methods(post)
