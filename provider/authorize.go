@@ -62,10 +62,8 @@ func (p *Provider) pausedRequest(r *http.Request, token string) (*storage.AuthRe
 	if token == "" {
 		return nil, nil, publicauth.ErrRequestExpired
 	}
-	row, err := p.store.AuthRequestByIDHash(r.Context(), hashToken(token), p.now())
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, nil, publicauth.ErrRequestExpired
-	} else if err != nil {
+	row, err := p.pausedRow(r.Context(), hashToken(token))
+	if err != nil {
 		return nil, nil, err
 	}
 	replay := r.Clone(r.Context())

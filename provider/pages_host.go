@@ -62,9 +62,10 @@ func flowDestination(token string) publicauth.Destination {
 // that its methods are not part of the Provider's API.
 type uiHost struct{ p *Provider }
 
-// pausedRow loads the paused request stored under idHash.
-func (h uiHost) pausedRow(ctx context.Context, idHash string) (*storage.AuthRequest, error) {
-	row, err := h.p.store.AuthRequestByIDHash(ctx, idHash, h.p.now())
+// pausedRow loads the paused request stored under idHash; publicauth.ErrRequestExpired
+// when there is none (unknown, completed or expired).
+func (p *Provider) pausedRow(ctx context.Context, idHash string) (*storage.AuthRequest, error) {
+	row, err := p.store.AuthRequestByIDHash(ctx, idHash, p.now())
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, publicauth.ErrRequestExpired
 	}
@@ -73,7 +74,7 @@ func (h uiHost) pausedRow(ctx context.Context, idHash string) (*storage.AuthRequ
 
 // PausedRequest implements ui.Host: the client's name, login_hint and scopes.
 func (h uiHost) PausedRequest(ctx context.Context, token string) (ui.PausedRequest, error) {
-	row, err := h.pausedRow(ctx, hashToken(token))
+	row, err := h.p.pausedRow(ctx, hashToken(token))
 	if err != nil {
 		return ui.PausedRequest{}, err
 	}
@@ -94,7 +95,7 @@ func (uiHost) Destination(token string) publicauth.Destination { return flowDest
 
 // CheckPausedRef implements ui.Host.
 func (h uiHost) CheckPausedRef(ctx context.Context, ref string) error {
-	_, err := h.pausedRow(ctx, ref)
+	_, err := h.p.pausedRow(ctx, ref)
 	return err
 }
 
@@ -125,7 +126,7 @@ func (h uiHost) DecideConsent(w http.ResponseWriter, r *http.Request, token stri
 	}
 	session, user, err := p.auth.CurrentSession(r, publicauth.SessionPublic)
 	if err != nil {
-		http.Redirect(w, r, "/login?"+url.Values{requestParam: {token}}.Encode(), http.StatusSeeOther)
+		http.Redirect(w, r, ui.LoginPath(token), http.StatusSeeOther)
 		return
 	}
 	f := flow{requestedAt: row.RequestedAt.UTC(), token: token, paused: row}

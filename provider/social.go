@@ -2,14 +2,12 @@ package provider
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"net/url"
 	"strings"
 
 	"github.com/gatehouse-id/gatehouse/publicauth"
 	"github.com/gatehouse-id/gatehouse/social"
-	"github.com/gatehouse-id/gatehouse/storage"
 )
 
 // newSocial builds the social login of cfg over the provider's public authentication.
@@ -39,10 +37,7 @@ type socialHost struct{ p *Provider }
 
 // CheckPausedRequest implements social.Host.
 func (h socialHost) CheckPausedRequest(ctx context.Context, token string) error {
-	_, err := h.p.store.AuthRequestByIDHash(ctx, hashToken(token), h.p.now())
-	if errors.Is(err, storage.ErrNotFound) {
-		return publicauth.ErrRequestExpired
-	}
+	_, err := h.p.pausedRow(ctx, hashToken(token))
 	return err
 }
 

@@ -156,7 +156,8 @@ func (u *UI) Error(w http.ResponseWriter, r *http.Request, err error) {
 	case p.status == http.StatusServiceUnavailable:
 		w.Header().Set("Retry-After", "5")
 	}
-	if p.status >= http.StatusInternalServerError && !limited {
+	var reqErr *RequestError // the provider logged it with the request's details
+	if p.status >= http.StatusInternalServerError && !limited && !errors.As(err, &reqErr) {
 		u.log.ErrorContext(r.Context(), "hosted page failed", "error", err)
 	}
 	u.pages.error(w, r, p.status, p.title, p.text)

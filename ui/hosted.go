@@ -149,7 +149,7 @@ func (u *UI) consentPage(w http.ResponseWriter, r *http.Request) {
 	_, user, err := u.auth.CurrentSession(r, publicauth.SessionPublic)
 	if err != nil {
 		// The session ended (or never was): log in first, then come back here.
-		http.Redirect(w, r, loginPath(token), http.StatusSeeOther)
+		http.Redirect(w, r, LoginPath(token), http.StatusSeeOther)
 		return
 	}
 	u.renderForm(w, r, http.StatusOK, "consent", token, pr, &ConsentView{UserEmail: user.Email, Scopes: describeScopes(pr.Scopes)})

@@ -32,8 +32,8 @@ const (
 // signedInPath is where a login begun outside any OAuth flow ends.
 const signedInPath = "/signed-in"
 
-// loginPath is the login page, inside the paused request token when there is one.
-func loginPath(token string) string {
+// LoginPath is the login page, inside the paused request token when there is one.
+func LoginPath(token string) string {
 	if token == "" {
 		return "/login"
 	}
@@ -129,7 +129,7 @@ func (u *UI) pinSubmit(w http.ResponseWriter, r *http.Request) {
 			u.renderPIN(w, r, p.status, challenge, token, "", p.text)
 		case errors.Is(err, publicauth.ErrChallengeInvalid):
 			// Not an error to report but a step: a new login, within the same flow.
-			u.notice(w, r, p.status, p.title, p.text, loginPath(token), "Sign in again")
+			u.notice(w, r, p.status, p.title, p.text, LoginPath(token), "Sign in again")
 		default:
 			u.Error(w, r, err)
 		}
