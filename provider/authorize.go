@@ -14,11 +14,12 @@ import (
 
 	"github.com/gatehouse-id/gatehouse/publicauth"
 	"github.com/gatehouse-id/gatehouse/storage"
+	"github.com/gatehouse-id/gatehouse/ui"
 )
 
 // requestParam names the query parameter that carries a paused authorization request's
 // token between /api/oauth/authorize and the hosted pages.
-const requestParam = "request"
+const requestParam = ui.RequestParam
 
 // flow is what the authorization endpoint knows about one authorization request beyond its
 // parameters.
@@ -55,19 +56,14 @@ func (p *Provider) resumeAuthorize(w http.ResponseWriter, r *http.Request) {
 	p.decide(w, r, ar, flow{requestedAt: row.RequestedAt.UTC(), token: token, paused: row})
 }
 
-// errRequestExpired: the paused request token is unknown, used or expired.
-var errRequestExpired = errors.New("authorization request expired")
-
 // pausedRequest loads a paused request and parses it again through fosite, so a client or
 // redirect URI changed in the meantime is checked anew.
 func (p *Provider) pausedRequest(r *http.Request, token string) (*storage.AuthRequest, fosite.AuthorizeRequester, error) {
 	if token == "" {
-		return nil, nil, errRequestExpired
+		return nil, nil, publicauth.ErrRequestExpired
 	}
-	row, err := p.store.AuthRequestByIDHash(r.Context(), hashToken(token), p.now())
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, nil, errRequestExpired
-	} else if err != nil {
+	row, err := p.pausedRow(r.Context(), hashToken(token))
+	if err != nil {
 		return nil, nil, err
 	}
 	replay := r.Clone(r.Context())
@@ -81,9 +77,8 @@ func (p *Provider) pausedRequest(r *http.Request, token string) (*storage.AuthRe
 }
 
 func (p *Provider) pausedRequestError(w http.ResponseWriter, r *http.Request, ar fosite.AuthorizeRequester, err error) {
-	if errors.Is(err, errRequestExpired) {
-		p.pages.error(w, r, http.StatusBadRequest, "Sign-in request expired",
-			"This sign-in request has expired or has already been completed. Go back to the application and start again.")
+	if errors.Is(err, publicauth.ErrRequestExpired) {
+		p.ui.Error(w, r, err)
 		return
 	}
 	p.authorizeError(w, r, ar, err)
@@ -252,7 +247,7 @@ func (p *Provider) issue(w http.ResponseWriter, r *http.Request, ar fosite.Autho
 		for name := range resp.GetHeader() {
 			w.Header().Set(name, resp.GetHeader().Get(name))
 		}
-		p.pages.formPost(w, ar.GetRedirectURI().String(), resp.GetParameters())
+		p.ui.FormPost(w, ar.GetRedirectURI().String(), resp.GetParameters())
 		return
 	}
 	p.oauth.WriteAuthorizeResponse(ctx, w, ar, resp)
@@ -364,7 +359,7 @@ func (p *Provider) authorizeError(w http.ResponseWriter, r *http.Request, ar fos
 			// WWW-Authenticate challenge to offer: it is a bad request.
 			status = http.StatusBadRequest
 		}
-		p.pages.error(w, r, status, "The request cannot be completed", description)
+		p.ui.Error(w, r, &ui.RequestError{Status: status, Description: description})
 		return
 	}
 	params := url.Values{"error": {rfc.ErrorField}, "iss": {p.cfg.Issuer}}
@@ -376,7 +371,7 @@ func (p *Provider) authorizeError(w http.ResponseWriter, r *http.Request, ar fos
 	}
 	redirect := *ar.GetRedirectURI()
 	if ar.GetResponseMode() == fosite.ResponseModeFormPost {
-		p.pages.formPost(w, redirect.String(), params)
+		p.ui.FormPost(w, redirect.String(), params)
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")

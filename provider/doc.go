@@ -14,11 +14,12 @@
 // refresh token rotation with reuse detection, client credentials, revocation (RFC 7009),
 // introspection (RFC 7662) and OpenID Connect — over the GORM storage of package storage,
 // with JWT access tokens (RFC 9068) and ID tokens signed by keys it creates, encrypts under
-// the system secret and rotates (RotateKeys). It serves the hosted pages (login with
-// password, magic link and social buttons, registration, PIN, password reset, consent),
-// the browser links of mail (magic-login, verify-email), RP-initiated logout, discovery and
-// JWKS, and mounts the public authentication API of package publicauth, the social and
-// upstream login of package social and the permission routes of package permissions. One
+// the system secret and rotates (RotateKeys). It serves RP-initiated logout, discovery and
+// JWKS, and mounts the hosted pages of package ui (login with password, magic link and
+// social buttons, registration, PIN, password reset, consent, the browser links of mail),
+// which continue the OAuth flow through the provider's ui.Host, the public authentication
+// API of package publicauth, the social and upstream login of package social and the
+// permission routes of package permissions. One
 // limiter (memory, or Redis shared by replicas) backs every rate limit, including the limit
 // on failed client authentication at the token, revocation and introspection endpoints.
 //

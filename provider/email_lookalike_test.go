@@ -78,9 +78,10 @@ func TestRegisterRefusesAddressWithoutKey(t *testing.T) {
 		if r.status != http.StatusBadRequest || r.body["error"] != "Bad Request" || r.body["message"] != message {
 			t.Errorf("POST /api/public/register: got %s, want 400 {error: Bad Request, message: %q}", r, message)
 		}
+		// The page says it as a sentence.
 		p := registerForm(t, e, e.browser(t), email, "Ann")
-		if p.status != http.StatusBadRequest || !strings.Contains(p.body, message) {
-			t.Errorf("hosted registration: got %s, want 400 saying %q", p, message)
+		if page := "Email must be a valid email address."; p.status != http.StatusBadRequest || !strings.Contains(p.body, page) {
+			t.Errorf("hosted registration: got %s, want 400 saying %q", p, page)
 		}
 		wantNoAccount(t, e, "google", "none", email)
 	})

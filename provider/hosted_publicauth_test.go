@@ -444,7 +444,7 @@ func TestHostedRegisterTakenAddress(t *testing.T) {
 			f.fields.Set("name", "Someone")
 			f.fields.Set("password", testPassword)
 			p := br.post(t, f.action, f.fields)
-			if p.status != http.StatusConflict || !strings.Contains(p.body, "email already registered") {
+			if p.status != http.StatusConflict || !strings.Contains(p.body, "Email already registered.") {
 				t.Fatalf("register a taken address: got %s, want the 409 form", p)
 			}
 			for _, page := range []string{"/login", "/forgot-password"} {

@@ -2,15 +2,14 @@ package provider
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
 
 	"github.com/gatehouse-id/gatehouse/publicauth"
+	"github.com/gatehouse-id/gatehouse/ui"
 )
-
-// logoutPath is the hosted confirmation form's target.
-const logoutPath = "/logout"
 
 // logoutRequest is a validated OpenID Connect RP-Initiated Logout 1.0 request.
 type logoutRequest struct {
@@ -27,41 +26,25 @@ type logoutRequest struct {
 // logout is the end_session_endpoint (GET or POST). With no session there is nothing to
 // confirm; with an id_token_hint whose subject is the session's user, the session ends at
 // once. Otherwise the user confirms on a hosted page, so a cross-site link or form cannot
-// sign them out (logoutConfirm). The user is then sent to post_logout_redirect_uri, with
+// sign them out (its POST comes back through uiHost.Logout). The user is then sent to post_logout_redirect_uri, with
 // `state`, when logoutRequest validated it, else shown the logged-out page.
 func (p *Provider) logout(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	if err := r.ParseForm(); err != nil {
-		p.pages.error(w, r, http.StatusBadRequest, "Invalid logout request", "The logout request could not be read.")
+		p.ui.Error(w, r, fmt.Errorf("%w: %w", ui.ErrLogoutUnreadable, err))
 		return
 	}
 	lr := p.logoutRequest(ctx, r.Form)
 	user, err := p.auth.SignedIn(r)
 	if err != nil {
-		p.pageFailure(w, r, err)
+		p.ui.Error(w, r, err)
 		return
 	}
 	if user != nil && (lr.hintSubject == "" || lr.hintSubject != user.ID) {
-		csrf, err := p.csrf.token(w, r)
-		if err != nil {
-			p.pageFailure(w, r, err)
-			return
-		}
-		p.pages.render(w, r, http.StatusOK, "logout", map[string]any{
-			"CSRF": csrf, "UserEmail": user.Email, "Action": logoutPath, "Fields": lr.form,
-		})
+		p.ui.LogoutConfirmation(w, r, user.Email, lr.form)
 		return
 	}
 	p.endSessionAndLeave(w, r, lr)
-}
-
-// logoutConfirm is the confirmation page's CSRF-protected POST.
-func (p *Provider) logoutConfirm(w http.ResponseWriter, r *http.Request) {
-	if !p.csrf.verify(r) {
-		p.pages.error(w, r, http.StatusForbidden, "Form expired", "The form expired. Go back, reload the page and try again.")
-		return
-	}
-	p.endSessionAndLeave(w, r, p.logoutRequest(r.Context(), r.PostForm))
 }
 
 // endSessionAndLeave ends the browser's session and redirects to lr's target with state, or
@@ -72,7 +55,7 @@ func (p *Provider) endSessionAndLeave(w http.ResponseWriter, r *http.Request, lr
 		p.log.ErrorContext(ctx, "ending the session at logout failed", "error", err)
 	}
 	if lr.target == nil {
-		p.pages.render(w, r, http.StatusOK, "logged_out", nil)
+		p.ui.LoggedOut(w, r)
 		return
 	}
 	target := *lr.target

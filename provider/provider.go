@@ -19,6 +19,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/publicauth"
 	"github.com/gatehouse-id/gatehouse/social"
 	"github.com/gatehouse-id/gatehouse/storage"
+	"github.com/gatehouse-id/gatehouse/ui"
 )
 
 // Provider is a complete OpenID Connect provider: an http.Handler serving the OAuth 2.0 and
@@ -38,8 +39,7 @@ type Provider struct {
 	auth     *publicauth.Service
 	social   *social.Service
 	perms    *permissions.Service
-	pages    *pages
-	csrf     csrfGuard
+	ui       *ui.UI
 	router   *mux.Router
 	// limiter counts attempts for every rate limit; closeLimiter releases its Redis
 	// connection, if any.
@@ -127,10 +127,9 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	if p.perms, err = p.newPermissions(); err != nil {
 		return fail(err)
 	}
-	if p.pages, err = newPages(cfg.TemplateDir); err != nil {
+	if p.ui, err = p.newUI(cfg); err != nil {
 		return fail(err)
 	}
-	p.csrf = newCSRFGuard(cfg.Issuer, cfg.Secret, o.random)
 	p.router = p.routes()
 
 	bg, stop := context.WithCancel(context.Background())

@@ -6,7 +6,6 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/gatehouse-id/gatehouse/internal/httpjson"
-	"github.com/gatehouse-id/gatehouse/publicauth"
 )
 
 // routes registers every endpoint of the provider in one place.
@@ -24,27 +23,7 @@ func (p *Provider) routes() *mux.Router {
 	r.HandleFunc("/api/oauth/introspect", p.failedRequestsLimited(p.basicChallenge(p.introspect))).Methods(post)
 	r.HandleFunc("/api/oauth/logout", p.logout).Methods(get, post)
 
-	r.HandleFunc("/login", p.formPage("login")).Methods(get)
-	r.HandleFunc("/login", p.loginSubmit).Methods(post)
-	r.HandleFunc("/register", p.formPage("register")).Methods(get)
-	r.HandleFunc("/register", p.registerSubmit).Methods(post)
-	r.HandleFunc("/consent", p.consentPage).Methods(get)
-	r.HandleFunc("/consent", p.consentSubmit).Methods(post)
-	r.HandleFunc(logoutPath, p.logoutConfirm).Methods(post)
-	r.HandleFunc("/pin", p.pinSubmit).Methods(post)
-	r.HandleFunc("/magic-link", p.magicLinkSubmit).Methods(post)
-	r.HandleFunc("/forgot-password", p.formPage("forgot_password")).Methods(get)
-	r.HandleFunc("/forgot-password", p.forgotPasswordSubmit).Methods(post)
-	r.HandleFunc(publicauth.PathResetPassword, p.resetPasswordPage).Methods(get)
-	r.HandleFunc(publicauth.PathResetPassword, p.resetPasswordSubmit).Methods(post)
-	r.HandleFunc(publicauth.PathConfirmPassword, p.confirmPasswordPage).Methods(get)
-	r.HandleFunc(publicauth.PathConfirmPassword, p.confirmPasswordSubmit).Methods(post)
-	r.HandleFunc(signedInPath, p.signedIn).Methods(get)
-	r.HandleFunc(publicauth.PathMagicLogin, p.magicLoginPage).Methods(get)
-	r.HandleFunc(publicauth.PathMagicLogin, p.magicLogin).Methods(post)
-	r.HandleFunc(publicauth.PathVerifyEmail, p.verifyEmail).Methods(get)
-	r.HandleFunc("/ui/style.css", p.pages.style).Methods(get, http.MethodHead)
-
+	p.ui.Routes(r)
 	p.auth.Routes(r)
 	p.social.Routes(r)
 	p.perms.Routes(r)

@@ -2,14 +2,12 @@ package provider
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"net/url"
 	"strings"
 
 	"github.com/gatehouse-id/gatehouse/publicauth"
 	"github.com/gatehouse-id/gatehouse/social"
-	"github.com/gatehouse-id/gatehouse/storage"
 )
 
 // newSocial builds the social login of cfg over the provider's public authentication.
@@ -21,19 +19,6 @@ func (p *Provider) newSocial(cfg Config) (*social.Service, error) {
 		Upstreams:       cfg.Social.upstreams(),
 		HTTPClient:      cfg.Social.HTTPClient,
 	}, p.auth, p.auth.Identities(p.store), socialHost{p}, social.WithRandom(p.random), social.WithLogger(p.log))
-}
-
-// socialLoginData adds to the login page's data a button per enabled social provider and,
-// after a failed social login, its message.
-func (p *Provider) socialLoginData(r *http.Request, token string, data map[string]any) {
-	if buttons := p.social.Buttons(token); len(buttons) > 0 {
-		data["Social"] = buttons
-	}
-	if _, ok := data["Error"]; !ok {
-		if msg := social.LoginMessage(r.URL.Query().Get("social_error")); msg != "" {
-			data["Error"] = msg
-		}
-	}
 }
 
 // loginPage is where an authorization request paused for login sends the browser: straight
@@ -52,10 +37,7 @@ type socialHost struct{ p *Provider }
 
 // CheckPausedRequest implements social.Host.
 func (h socialHost) CheckPausedRequest(ctx context.Context, token string) error {
-	_, err := h.p.store.AuthRequestByIDHash(ctx, hashToken(token), h.p.now())
-	if errors.Is(err, storage.ErrNotFound) {
-		return social.ErrRequestExpired
-	}
+	_, err := h.p.pausedRow(ctx, hashToken(token))
 	return err
 }
 
@@ -81,10 +63,10 @@ func (h socialHost) CompleteLogin(w http.ResponseWriter, r *http.Request, u *pub
 	default:
 		dest.RedirectURI = returnTo
 	}
-	h.p.passFirstFactor(w, r, u, method, dest, token)
+	h.p.ui.PassFirstFactor(w, r, u, method, dest, token)
 }
 
-// ErrorPage implements social.Host.
-func (h socialHost) ErrorPage(w http.ResponseWriter, r *http.Request, status int, title, message string) {
-	h.p.pages.error(w, r, status, title, message)
+// ErrorPage implements social.Host with the hosted pages' one error table.
+func (h socialHost) ErrorPage(w http.ResponseWriter, r *http.Request, err error) {
+	h.p.ui.Error(w, r, err)
 }

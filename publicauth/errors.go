@@ -30,6 +30,10 @@ var (
 	// (Config.PasswordHashConcurrency, Config.PasswordHashQueue); the request did no
 	// work and may be retried after BusyRetryAfter.
 	ErrBusy = errors.New("too many password checks at once")
+	// ErrRequestExpired: a reference to a paused authorization request (the token of the
+	// hosted pages, a Destination's PausedRequest) that names none: unknown, completed or
+	// expired.
+	ErrRequestExpired = errors.New("authorization request expired")
 )
 
 // BusyRetryAfter is how long a caller refused with ErrBusy is told to wait (Retry-After):

@@ -21,7 +21,7 @@ import (
 // implements it.
 type Host interface {
 	// CheckPausedRequest returns nil when token names an authorization request paused for
-	// login that has not expired, ErrRequestExpired when it names none, or a store failure.
+	// login that has not expired, publicauth.ErrRequestExpired when it names none, or a store failure.
 	CheckPausedRequest(ctx context.Context, token string) error
 	// IsRegisteredRedirectURI reports whether uri is a redirect URI some client registered.
 	IsRegisteredRedirectURI(ctx context.Context, uri string) (bool, error)
@@ -31,8 +31,9 @@ type Host interface {
 	// authorization request and resumes it, or goes to returnTo (a checked return URL), or
 	// shows the signed-in page.
 	CompleteLogin(w http.ResponseWriter, r *http.Request, u *publicauth.User, method, token, returnTo string)
-	// ErrorPage answers with the hosted error page.
-	ErrorPage(w http.ResponseWriter, r *http.Request, status int, title, message string)
+	// ErrorPage answers with the hosted error page for err: the hosted pages' one table of
+	// page errors knows this package's (ErrBadState, ErrReturnTo) and publicauth's.
+	ErrorPage(w http.ResponseWriter, r *http.Request, err error)
 }
 
 // Service serves the social login routes. It is safe for concurrent use.
@@ -201,7 +202,7 @@ func (s *Service) callback(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	got := q.Get("state")
 	if !ok || st.Provider != u.provider || got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(st.State)) != 1 {
-		s.fail(w, r, u, "", errBadState)
+		s.fail(w, r, u, "", ErrBadState)
 		return
 	}
 	if e := q.Get("error"); e != "" {
@@ -241,11 +242,11 @@ func (s *Service) callback(w http.ResponseWriter, r *http.Request) {
 // issuer's origin, or a redirect URI some client registered.
 func (s *Service) checkReturnTo(ctx context.Context, raw string) error {
 	if len(raw) > maxReturnTo || strings.ContainsAny(raw, "\\\x00\r\n\t") {
-		return errReturnTo
+		return ErrReturnTo
 	}
 	ru, err := url.Parse(raw)
 	if err != nil {
-		return errReturnTo
+		return ErrReturnTo
 	}
 	if ru.Scheme == "" && ru.Host == "" && ru.User == nil && strings.HasPrefix(raw, "/") && !strings.HasPrefix(raw, "//") {
 		return nil
@@ -258,24 +259,20 @@ func (s *Service) checkReturnTo(ctx context.Context, raw string) error {
 		return err
 	}
 	if !ok {
-		return errReturnTo
+		return ErrReturnTo
 	}
 	return nil
 }
 
-// fail answers a failed login through describe: back to the hosted login page (keeping the
-// paused request) with a message code, or an error page. Server faults are logged.
+// fail answers a failed login: back to the hosted login page (keeping the paused request)
+// with the message code loginCode gives, or the host's error page, which logs server faults.
 func (s *Service) fail(w http.ResponseWriter, r *http.Request, u *upstream, request string, err error) {
-	a := describe(err)
 	var up *upstreamError
-	switch {
-	case a.status >= http.StatusInternalServerError:
-		s.o.logger.ErrorContext(r.Context(), "social login failed", "provider", u.provider, "error", err)
-	case errors.As(err, &up):
+	if errors.As(err, &up) {
 		s.o.logger.WarnContext(r.Context(), "social login: provider failed", "provider", u.provider, "error", err)
 	}
-	if a.status == 0 {
-		q := url.Values{"social_error": {a.code}}
+	if code, ok := loginCode(err); ok {
+		q := url.Values{"social_error": {code}}
 		if request != "" {
 			q.Set("request", request)
 		}
@@ -283,10 +280,7 @@ func (s *Service) fail(w http.ResponseWriter, r *http.Request, u *upstream, requ
 		http.Redirect(w, r, "/login?"+q.Encode(), http.StatusSeeOther)
 		return
 	}
-	if a.status == http.StatusServiceUnavailable {
-		w.Header().Set("Retry-After", "5")
-	}
-	s.host.ErrorPage(w, r, a.status, a.title, a.message)
+	s.host.ErrorPage(w, r, err)
 }
 
 // notFound answers a route of a provider that is not enabled, in the JSON error shape.

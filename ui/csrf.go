@@ -1,10 +1,9 @@
-package provider
+package ui
 
 import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
-	"io"
 	"net/http"
 	"strings"
 )
@@ -28,12 +27,13 @@ type csrfGuard struct {
 	name   string
 	secure bool
 	// key is derived from the system secret for this purpose only.
-	key    []byte
-	random io.Reader
+	key []byte
+	// newValue draws a cookie value: 256 random bits.
+	newValue func() (string, error)
 }
 
-func newCSRFGuard(issuer string, secret []byte, random io.Reader) csrfGuard {
-	g := csrfGuard{name: csrfCookie, secure: secureCookies(issuer), key: deriveKey(secret, "csrf"), random: random}
+func newCSRFGuard(issuer string, secure bool, key []byte, newValue func() (string, error)) csrfGuard {
+	g := csrfGuard{name: csrfCookie, secure: secure, key: key, newValue: newValue}
 	if strings.HasPrefix(issuer, "https://") {
 		g.name, g.secure = csrfHostCookie, true
 	}
@@ -45,7 +45,7 @@ func (g csrfGuard) token(w http.ResponseWriter, r *http.Request) (string, error)
 	if c, err := r.Cookie(g.name); err == nil && len(c.Value) >= 32 {
 		return g.mac(c.Value), nil
 	}
-	value, err := randomToken(g.random)
+	value, err := g.newValue()
 	if err != nil {
 		return "", err
 	}

@@ -1,4 +1,4 @@
-package provider
+package ui
 
 import (
 	"bytes"
@@ -37,14 +37,8 @@ var formPostCSP = func() string {
 // the client's verified redirect URI.
 func (ps *pages) formPost(w http.ResponseWriter, redirectURI string, params url.Values) {
 	var buf bytes.Buffer
-	data := map[string]any{
-		"Title": "Continue",
-		// The redirect URI is registered and exactly matched, and may use a private-use
-		// scheme (native apps) that html/template would otherwise blank out.
-		"Action": template.URL(redirectURI),
-		"Params": params,
-	}
-	if err := ps.formPostPage.Execute(&buf, data); err != nil {
+	v := formPostView{Page: Page{Title: "Continue"}, Action: template.URL(redirectURI), Params: params}
+	if err := ps.formPostPage.Execute(&buf, v); err != nil {
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
 	}

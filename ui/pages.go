@@ -1,4 +1,4 @@
-package provider
+package ui
 
 import (
 	"bytes"
@@ -12,14 +12,6 @@ import (
 
 //go:embed templates
 var embeddedTemplates embed.FS
-
-// pageNames are the hosted pages; each may be replaced by a file of the same name in
-// Config.TemplateDir. layout.html (the shared "top" and "bottom") may be replaced too.
-var pageNames = []string{
-	"login", "register", "consent", "error", "logged_out", "signed_in",
-	"pin", "forgot_password", "reset_password", "confirm_password", "notice", "logout",
-	"magic_login",
-}
 
 // pages renders the hosted pages with headers that keep them safe: a CSP that loads
 // nothing from other origins and forbids framing, no caching, no referrer.
@@ -47,7 +39,9 @@ func newPages(dir string) (*pages, error) {
 		return nil, err
 	}
 	ps := &pages{byName: map[string]*template.Template{}}
-	for _, name := range pageNames {
+	// Each page (pageViews) may be replaced by a file of the same name in dir; layout.html
+	// (the shared "top", "bottom" and "error_message") may be replaced too.
+	for name := range pageViews {
 		body, err := read(name + ".html")
 		if err != nil {
 			return nil, err
@@ -77,24 +71,14 @@ func parsePage(name, layout, body string) (*template.Template, error) {
 	return t, nil
 }
 
-var pageTitles = map[string]string{
-	"login": "Sign in", "register": "Create your account", "consent": "Allow access?",
-	"logged_out": "Signed out", "signed_in": "Signed in", "pin": "Enter your PIN",
-	"forgot_password": "Reset your password", "reset_password": "Choose a new password",
-	"confirm_password": "Add a password to your account", "logout": "Sign out?",
-	"magic_login": "Sign in",
-}
-
-// render writes page name with data (a map; Title is added when missing).
-func (ps *pages) render(w http.ResponseWriter, r *http.Request, status int, name string, data map[string]any) {
-	if data == nil {
-		data = map[string]any{}
-	}
-	if _, ok := data["Title"]; !ok {
-		data["Title"] = pageTitles[name]
+// render writes page name from its view v (of the type pageViews gives); the page's title
+// when v has none.
+func (ps *pages) render(w http.ResponseWriter, r *http.Request, status int, name string, v view) {
+	if p := v.page(); p.Title == "" {
+		p.Title = pageViews[name].title
 	}
 	var buf bytes.Buffer
-	if err := ps.byName[name].Execute(&buf, data); err != nil {
+	if err := ps.byName[name].Execute(&buf, v); err != nil {
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
 	}
@@ -106,7 +90,7 @@ func (ps *pages) render(w http.ResponseWriter, r *http.Request, status int, name
 
 // error shows the error page; it never redirects.
 func (ps *pages) error(w http.ResponseWriter, r *http.Request, status int, title, message string) {
-	ps.render(w, r, status, "error", map[string]any{"Title": title, "Message": message})
+	ps.render(w, r, status, "error", &ErrorView{Page: Page{Title: title}, Message: message})
 }
 
 func (ps *pages) style(w http.ResponseWriter, _ *http.Request) {

@@ -1,13 +1,21 @@
-package provider
+package ui
 
 import (
 	"crypto/rand"
+	"encoding/base64"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 )
+
+// randomValue draws a cookie value as the provider does: 256 random bits.
+func randomValue() (string, error) {
+	b := make([]byte, 32)
+	_, err := rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b), err
+}
 
 // issueCSRF has guard g give a fresh browser its cookie and token.
 func issueCSRF(t *testing.T, g csrfGuard) (*http.Cookie, string) {
@@ -36,10 +44,10 @@ func csrfPost(cookie *http.Cookie, field string) *http.Request {
 
 func TestCSRFTokenIsBoundToTheBrowser(t *testing.T) {
 	secret := []byte("csrf unit test secret of 32+ bytes...")
-	g := newCSRFGuard("http://127.0.0.1:8080", secret, rand.Reader)
+	g := newCSRFGuard("http://127.0.0.1:8080", false, secret, randomValue)
 	cookieA, tokenA := issueCSRF(t, g)
 	cookieB, tokenB := issueCSRF(t, g)
-	other := newCSRFGuard("http://127.0.0.1:8080", []byte("another deployment's secret, 32+ bytes"), rand.Reader)
+	other := newCSRFGuard("http://127.0.0.1:8080", false, []byte("another deployment's secret, 32+ bytes"), randomValue)
 	for _, c := range []struct {
 		name   string
 		guard  csrfGuard
@@ -80,7 +88,7 @@ func TestCSRFCookieName(t *testing.T) {
 		{"http://id.internal", "gatehouse-csrf", true},
 	} {
 		t.Run(c.issuer, func(t *testing.T) {
-			cookie, _ := issueCSRF(t, newCSRFGuard(c.issuer, []byte("csrf unit test secret of 32+ bytes..."), rand.Reader))
+			cookie, _ := issueCSRF(t, newCSRFGuard(c.issuer, c.secure, []byte("csrf unit test secret of 32+ bytes..."), randomValue))
 			if cookie.Name != c.name || cookie.Secure != c.secure || cookie.Path != "/" || cookie.Domain != "" || !cookie.HttpOnly {
 				t.Errorf("got cookie %s (Secure=%v Path=%q Domain=%q HttpOnly=%v), want %s Secure=%v Path=/ no Domain HttpOnly",
 					cookie.Name, cookie.Secure, cookie.Path, cookie.Domain, cookie.HttpOnly, c.name, c.secure)

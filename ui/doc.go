@@ -1,0 +1,44 @@
+// Package ui serves Gatehouse's hosted pages: the HTML a browser sees during a login. Its
+// one job is the pages — their templates, the headers that keep them safe, the CSRF guard of
+// their forms, the response_mode=form_post page, and the handlers of
+//
+//	/login /register /consent /pin /magic-link /forgot-password /logout (confirmation POST)
+//	/signed-in /ui/style.css and the pages of mailed links (magic-login, verify-email,
+//	reset-password, confirm-password)
+//
+// Every page works without JavaScript and carries a CSRF token. The pages log in through
+// package publicauth and continue the OAuth flow through Host, which package provider
+// implements: ui never imports provider. The protocol decisions (whether an authorization
+// request needs a login or consent, what a logout request may redirect to) stay in
+// provider, which calls into ui to render.
+//
+// # Errors
+//
+// A page that fails answers through Error, the one table (describe) from an error of the
+// pages, of publicauth, of social or of the provider (RequestError) to a status and a title
+// and text in sentence case. A refused input of a form shows the form again with the text.
+//
+// # Templates
+//
+// The pages are html/template files, embedded, each replaceable by a file of the same name
+// in Config.TemplateDir (layout.html with the shared "top", "bottom" and "error_message"
+// templates, and style.css, too). Each template is rendered from one view struct, which is
+// its contract:
+//
+//	login.html                            LoginView
+//	register.html                         RegisterView
+//	consent.html                          ConsentView
+//	pin.html                              PINView
+//	forgot_password.html                  ForgotPasswordView
+//	reset_password.html, confirm_password.html, magic_login.html   LinkFormView
+//	logout.html                           LogoutView
+//	signed_in.html                        SignedInView
+//	notice.html                           NoticeView
+//	error.html                            ErrorView
+//	logged_out.html                       LoggedOutView
+//
+// Every view embeds Page (Title); the forms' views embed Form (CSRF, Request, ClientName,
+// Error). A template that names a field its view lacks fails when the page renders. The
+// response_mode=form_post page is built in and not replaceable: its one script must match
+// the hash its Content-Security-Policy allows.
+package ui

@@ -1,0 +1,141 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/gatehouse-id/gatehouse/publicauth"
+	"github.com/gatehouse-id/gatehouse/social"
+)
+
+// RequestParam names the query parameter (and form field) that carries a paused
+// authorization request's token between the authorization endpoint and the hosted pages.
+const RequestParam = "request"
+
+// Host is what the hosted pages need from the OpenID provider they serve; package provider
+// implements it.
+type Host interface {
+	// PausedRequest describes the authorization request token names, paused for a page, or
+	// returns publicauth.ErrRequestExpired when it names none (unknown, completed or
+	// expired), or a store failure.
+	PausedRequest(ctx context.Context, token string) (PausedRequest, error)
+	// Destination is the login destination that resumes the paused request token names,
+	// kept by reference; the zero Destination (the signed-in page) for "".
+	Destination(token string) publicauth.Destination
+	// CheckPausedRef returns nil when ref (a Destination's PausedRequest) names a paused
+	// request still waiting, publicauth.ErrRequestExpired when it does not.
+	CheckPausedRef(ctx context.Context, ref string) error
+	// ResumeLogin binds the login of userID at authTime to the paused request ref (so
+	// prompt=login and max_age see a fresh authentication) and returns the path that
+	// continues it, under a new token only this browser gets.
+	ResumeLogin(ctx context.Context, ref, userID string, authTime time.Time) (string, error)
+	// DecideConsent records the signed-in user's decision on the paused request token names
+	// and answers w: the authorization response, or access_denied to the client.
+	DecideConsent(w http.ResponseWriter, r *http.Request, token string, allow bool)
+	// Logout ends the browser's session for a confirmed RP-Initiated Logout request (the
+	// fields the confirmation page carried) and answers w.
+	Logout(w http.ResponseWriter, r *http.Request, form url.Values)
+}
+
+// PausedRequest is what a hosted page shows about the authorization request it belongs to.
+type PausedRequest struct {
+	// ClientName is the client's display name (its ID when it has none).
+	ClientName string
+	// LoginHint is the request's login_hint.
+	LoginHint string
+	// Scopes are the scopes the request asks for.
+	Scopes []string
+}
+
+// SocialLogins lists the login buttons of the enabled upstream providers; *social.Service
+// implements it.
+type SocialLogins interface {
+	Buttons(requestToken string) []social.Button
+}
+
+// Config is what the hosted pages need to know of the provider's configuration.
+type Config struct {
+	// TemplateDir holds templates that replace the embedded ones (see the package doc).
+	TemplateDir string
+	// Issuer decides the CSRF cookie's name: __Host- prefixed under https.
+	Issuer string
+	// SecureCookies sets the Secure attribute on the CSRF cookie.
+	SecureCookies bool
+	// CSRFKey signs the CSRF tokens; it is derived from the system secret for this only.
+	CSRFKey []byte
+	// NewToken draws a fresh 256-bit random value.
+	NewToken func() (string, error)
+	// MagicLinkLifespan and PasswordResetLifespan are how long the mailed links work, as
+	// the pages that announce them say.
+	MagicLinkLifespan, PasswordResetLifespan time.Duration
+	// Logger receives the failures of page requests; slog.Default when nil.
+	Logger *slog.Logger
+}
+
+// UI serves the hosted pages. It is safe for concurrent use.
+type UI struct {
+	cfg    Config
+	log    *slog.Logger
+	auth   *publicauth.Service
+	social SocialLogins
+	host   Host
+	pages  *pages
+	csrf   csrfGuard
+}
+
+// New loads the templates of cfg and returns the pages, which log in through auth, show
+// the buttons of social and continue the OAuth flow through host.
+func New(cfg Config, auth *publicauth.Service, social SocialLogins, host Host) (*UI, error) {
+	if auth == nil || social == nil || host == nil || cfg.NewToken == nil {
+		return nil, errors.New("ui: auth, social, host and NewToken are required")
+	}
+	ps, err := newPages(cfg.TemplateDir)
+	if err != nil {
+		return nil, err
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &UI{
+		cfg: cfg, log: log, auth: auth, social: social, host: host, pages: ps,
+		csrf: newCSRFGuard(cfg.Issuer, cfg.SecureCookies, cfg.CSRFKey, cfg.NewToken),
+	}, nil
+}
+
+// Routes registers the hosted pages on r.
+func (u *UI) Routes(r *mux.Router) {
+	get, post := http.MethodGet, http.MethodPost
+	r.HandleFunc("/login", u.formPage("login", loginView)).Methods(get)
+	r.HandleFunc("/login", u.loginSubmit).Methods(post)
+	r.HandleFunc("/register", u.formPage("register", registerView)).Methods(get)
+	r.HandleFunc("/register", u.registerSubmit).Methods(post)
+	r.HandleFunc("/consent", u.consentPage).Methods(get)
+	r.HandleFunc("/consent", u.consentSubmit).Methods(post)
+	r.HandleFunc(LogoutPath, u.logoutConfirm).Methods(post)
+	r.HandleFunc("/pin", u.pinSubmit).Methods(post)
+	r.HandleFunc("/magic-link", u.magicLinkSubmit).Methods(post)
+	r.HandleFunc("/forgot-password", u.formPage("forgot_password", forgotPasswordView)).Methods(get)
+	r.HandleFunc("/forgot-password", u.forgotPasswordSubmit).Methods(post)
+	r.HandleFunc(publicauth.PathResetPassword, u.resetPasswordPage).Methods(get)
+	r.HandleFunc(publicauth.PathResetPassword, u.resetPasswordSubmit).Methods(post)
+	r.HandleFunc(publicauth.PathConfirmPassword, u.confirmPasswordPage).Methods(get)
+	r.HandleFunc(publicauth.PathConfirmPassword, u.confirmPasswordSubmit).Methods(post)
+	r.HandleFunc(signedInPath, u.signedIn).Methods(get)
+	r.HandleFunc(publicauth.PathMagicLogin, u.magicLoginPage).Methods(get)
+	r.HandleFunc(publicauth.PathMagicLogin, u.magicLogin).Methods(post)
+	r.HandleFunc(publicauth.PathVerifyEmail, u.verifyEmail).Methods(get)
+	r.HandleFunc("/ui/style.css", u.pages.style).Methods(get, http.MethodHead)
+}
+
+// FormPost writes an authorization response (or error) as a page that posts params to the
+// client's verified redirect URI (response_mode=form_post).
+func (u *UI) FormPost(w http.ResponseWriter, redirectURI string, params url.Values) {
+	u.pages.formPost(w, redirectURI, params)
+}
