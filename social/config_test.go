@@ -152,19 +152,3 @@ func TestButtonsAndLoginURLs(t *testing.T) {
 		t.Errorf("no providers: got buttons %+v", b)
 	}
 }
-
-// TestLoginMessage: only the codes the callback sends have a text, so none can be
-// injected through the URL.
-func TestLoginMessage(t *testing.T) {
-	t.Parallel()
-	for _, code := range []string{"denied", "upstream", "email_unverified"} {
-		if social.LoginMessage(code) == "" {
-			t.Errorf("no message for %q", code)
-		}
-	}
-	for _, code := range []string{"", "<script>", "Denied", "internal"} {
-		if m := social.LoginMessage(code); m != "" {
-			t.Errorf("LoginMessage(%q) = %q, want none", code, m)
-		}
-	}
-}

@@ -19,6 +19,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/publicauth"
 	"github.com/gatehouse-id/gatehouse/ratelimit"
 	"github.com/gatehouse-id/gatehouse/social"
+	"github.com/gatehouse-id/gatehouse/ui"
 )
 
 // testSecret is a system secret for tests.
@@ -32,7 +33,8 @@ type completion struct {
 
 // fakeHost is the provider as social sees it (social.Host): paused authorization requests
 // by token, registered redirect URIs, and pages. CompleteLogin records the login it is
-// asked to finish and answers 200 "completed"; ErrorPage answers the status with
+// asked to finish and answers 200 "completed"; ErrorPage answers the status package ui
+// gives the error, with
 // "title: message".
 type fakeHost struct {
 	mu        sync.Mutex
@@ -41,6 +43,8 @@ type fakeHost struct {
 	// failWith, when set, is what CheckPausedRequest and IsRegisteredRedirectURI return.
 	failWith    error
 	completions []completion
+	// pageErrors are the errors ErrorPage was asked to answer, in order.
+	pageErrors []error
 }
 
 func (h *fakeHost) CheckPausedRequest(ctx context.Context, token string) error {
@@ -50,7 +54,7 @@ func (h *fakeHost) CheckPausedRequest(ctx context.Context, token string) error {
 	case h.failWith != nil:
 		return h.failWith
 	case !h.paused[token]:
-		return social.ErrRequestExpired
+		return publicauth.ErrRequestExpired
 	}
 	return nil
 }
@@ -68,9 +72,23 @@ func (h *fakeHost) CompleteLogin(w http.ResponseWriter, r *http.Request, u *publ
 	_, _ = io.WriteString(w, "completed")
 }
 
-func (h *fakeHost) ErrorPage(w http.ResponseWriter, r *http.Request, status int, title, message string) {
+func (h *fakeHost) ErrorPage(w http.ResponseWriter, r *http.Request, err error) {
+	h.mu.Lock()
+	h.pageErrors = append(h.pageErrors, err)
+	h.mu.Unlock()
+	status, title, message := ui.Describe(err)
 	w.WriteHeader(status)
 	_, _ = io.WriteString(w, title+": "+message)
+}
+
+// lastPageError is the error the last error page answered, or nil.
+func (h *fakeHost) lastPageError() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.pageErrors) == 0 {
+		return nil
+	}
+	return h.pageErrors[len(h.pageErrors)-1]
 }
 
 func (h *fakeHost) set(fn func(h *fakeHost)) {
@@ -264,9 +282,6 @@ func wantLoginPage(t *testing.T, p page, code, request string) {
 	}
 	if p.status != http.StatusSeeOther || p.location != "/login?"+want.Encode() {
 		t.Fatalf("got %d to %q (%s), want 303 to /login?%s", p.status, p.location, p.body, want.Encode())
-	}
-	if social.LoginMessage(code) == "" {
-		t.Errorf("the login page has no message for %q", code)
 	}
 }
 

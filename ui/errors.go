@@ -134,6 +134,14 @@ func describe(err error) problem {
 	return internalError
 }
 
+// Describe tells what page answers err: its status, and its title and text in sentence
+// case, from the same table Error uses. A Host that renders pages of its own, or a test of
+// one, can answer alike.
+func Describe(err error) (status int, title, text string) {
+	p := describe(err)
+	return p.status, p.title, p.text
+}
+
 // sentence makes an API message a sentence: a capital first letter and a full stop.
 func sentence(s string) string {
 	r, size := utf8.DecodeRuneInString(s)

@@ -54,3 +54,18 @@ func TestPageTextsAreSentences(t *testing.T) {
 		}
 	}
 }
+
+// TestSocialLoginMessages: every code the social callback sends back to the login page has
+// a text, and no other code has one, so none can be injected through the URL.
+func TestSocialLoginMessages(t *testing.T) {
+	for _, code := range []string{social.CodeDenied, social.CodeUpstream, social.CodeUnverified} {
+		if socialLoginMessages[code] == "" {
+			t.Errorf("no message for %q", code)
+		}
+	}
+	for _, code := range []string{"", "<script>", "Denied", "internal"} {
+		if m := socialLoginMessages[code]; m != "" {
+			t.Errorf("code %q has message %q, want none", code, m)
+		}
+	}
+}
