@@ -23,6 +23,6 @@
 // limiter (memory, or Redis shared by replicas) backs every rate limit, including the limit
 // on failed client authentication at the token, revocation and introspection endpoints.
 //
-// The admin methods (CreateClient, ListClients, DeleteClient, CreateUser,
-// SetUserRequirePIN, RotateKeys) are what the bundled CLI calls.
+// The admin methods (CreateClient, ClientByID, ListClients, DeleteClient, CreateUser,
+// UpdateUser, SetUserRequirePIN, SetUserDisabled, RotateKeys) are what the bundled CLI calls.
 package provider
