@@ -67,13 +67,12 @@ type Store interface {
 	Transactional
 }
 
-// Transactional runs several store calls as one unit: every call made with the context
-// BeginTX returns joins the transaction until Commit or Rollback. A BeginTX on a context
-// that already carries a transaction nests inside it.
+// Transactional runs several store calls as one unit.
 type Transactional interface {
-	BeginTX(ctx context.Context) (context.Context, error)
-	Commit(ctx context.Context) error
-	Rollback(ctx context.Context) error
+	// InTx runs fn in one transaction carried by the context fn receives; every store call
+	// made with that context joins it, and an InTx inside it nests. fn's error rolls it back
+	// and is returned unchanged; a failed commit returns the commit's error.
+	InTx(ctx context.Context, fn func(ctx context.Context) error) error
 }
 
 // Purposes of one-time tokens. Each purpose is a separate namespace: a token is only ever
