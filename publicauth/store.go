@@ -15,10 +15,6 @@ type UserStore interface {
 	// UserByEmail returns the user whose email has the same EmailKey as email, or
 	// ErrUserNotFound (also when email has no key).
 	UserByEmail(ctx context.Context, email string) (*User, error)
-	// UpdateUser overwrites the stored user with u (matched by u.ID) and sets UpdatedAt.
-	// It returns ErrUserNotFound when there is no such user and ErrEmailTaken when the new
-	// email's EmailKey is another user's.
-	UpdateUser(ctx context.Context, u *User) error
 	// ChangeUser writes only the fields c sets on the user with that id, and its
 	// UpdatedAt, and returns the user as stored afterwards; ErrUserNotFound when there is no
 	// such user. Writing only those columns keeps concurrent changes of other fields (a PIN
