@@ -435,7 +435,7 @@ func (s *Service) mailLinkLater(ctx context.Context, u *User, purpose string, de
 			s.logger.WarnContext(ctx, "publicauth: per-account mail limit reached, mail not sent", "kind", purpose, "user_id", u.ID)
 			return
 		case err != nil:
-			s.logger.ErrorContext(ctx, "publicauth: could not prepare mail", "kind", purpose, "user_id", u.ID, "err", err)
+			s.logger.ErrorContext(ctx, "publicauth: could not prepare mail", "kind", purpose, "user_id", u.ID, "error", err)
 			return
 		}
 		// send logs its failure; the requester already has their answer.
@@ -474,7 +474,7 @@ func (s *Service) render(kind string, u *User, d MailData) (Message, error) {
 // send hands m to the mailer; a failure is logged and returned wrapping ErrMailUnavailable.
 func (s *Service) send(ctx context.Context, m Message) error {
 	if err := s.mailer.Send(ctx, m); err != nil {
-		s.logger.ErrorContext(ctx, "publicauth: sending mail failed", "subject", m.Subject, "err", err)
+		s.logger.ErrorContext(ctx, "publicauth: sending mail failed", "subject", m.Subject, "error", err)
 		return fmt.Errorf("%w: %v", ErrMailUnavailable, err)
 	}
 	return nil

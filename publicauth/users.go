@@ -236,7 +236,7 @@ func (s *Service) verifyCredentials(ctx context.Context, email, password string)
 		if err := s.spendDummyVerification(ctx, password); err != nil {
 			return nil, err
 		}
-		s.logger.ErrorContext(ctx, "publicauth: stored password hash is unusable", "user_id", u.ID, "err", err)
+		s.logger.ErrorContext(ctx, "publicauth: stored password hash is unusable", "user_id", u.ID, "error", err)
 		return nil, ErrInvalidCredentials
 	case err != nil:
 		return nil, err
