@@ -30,6 +30,7 @@ import (
 	"golang.org/x/net/html"
 	"golang.org/x/oauth2"
 
+	"github.com/gatehouse-id/gatehouse/internal/testlog"
 	"github.com/gatehouse-id/gatehouse/publicauth/smtptest"
 )
 
@@ -202,7 +203,7 @@ type clientInfo struct {
 type serverProcess struct {
 	issuer  string
 	cmd     *exec.Cmd
-	stderr  *lockedBuffer
+	stderr  *testlog.Buffer
 	exited  chan struct{} // closed once the process has exited
 	waitErr error         // the process's exit, set before exited is closed
 }
@@ -212,7 +213,7 @@ type serverProcess struct {
 func (gh *gatehouse) serve(t *testing.T, extra ...string) *serverProcess {
 	t.Helper()
 	addr := freeAddr(t)
-	s := &serverProcess{issuer: "http://" + addr, stderr: &lockedBuffer{}, exited: make(chan struct{})}
+	s := &serverProcess{issuer: "http://" + addr, stderr: &testlog.Buffer{}, exited: make(chan struct{})}
 	s.cmd = exec.Command(gh.bin, append([]string{"serve", "--addr", addr, "--issuer", s.issuer,
 		"--dsn", gh.dsn, "--secret", testSecret}, extra...)...)
 	s.cmd.Stdout, s.cmd.Stderr = s.stderr, s.stderr
@@ -287,25 +288,6 @@ func freeAddr(t *testing.T) string {
 	addr := ln.Addr().String()
 	ln.Close()
 	return addr
-}
-
-// lockedBuffer is a bytes.Buffer safe to write from the exec copying goroutines while the
-// test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // relyingParty is the OAuth configuration of the test client against a served provider.
