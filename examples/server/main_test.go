@@ -30,6 +30,7 @@ import (
 	"golang.org/x/net/html"
 	"golang.org/x/oauth2"
 
+	"github.com/gatehouse-id/gatehouse/internal/browsertest"
 	"github.com/gatehouse-id/gatehouse/internal/testlog"
 	"github.com/gatehouse-id/gatehouse/publicauth/smtptest"
 )
@@ -44,7 +45,6 @@ const (
 	testPassword = "correct horse battery staple"
 	testName     = "Ada Lovelace"
 	testScopes   = "openid profile email offline_access"
-	chromiumPath = "/usr/bin/chromium"
 )
 
 // binDir holds the binary built by buildServer; TestMain removes it.
@@ -629,43 +629,6 @@ func newRP(op *oidc.Provider, conf *oauth2.Config) http.Handler {
 	return mux
 }
 
-// requireChromium skips the test when Chromium is missing, except on CI where it fails.
-func requireChromium(t *testing.T) {
-	t.Helper()
-	if _, err := os.Stat(chromiumPath); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is needed on CI: %v", chromiumPath, err)
-		}
-		t.Skipf("no Chromium at %s", chromiumPath)
-	}
-}
-
-// startChromium starts a headless Chromium with a fresh profile for the test and returns
-// its context; it stops when ctx ends or the test returns.
-func startChromium(t *testing.T, ctx context.Context) context.Context {
-	t.Helper()
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx,
-		chromedp.ExecPath(chromiumPath),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.NoFirstRun,
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.UserDataDir(t.TempDir()),
-	)
-	t.Cleanup(cancelAlloc)
-	browserCtx, cancelBrowser := chromedp.NewContext(allocCtx)
-	t.Cleanup(cancelBrowser)
-	// Start the browser outside the budget of the sign-in itself.
-	if err := chromedp.Do(browserCtx); err != nil {
-		t.Fatalf("start %s: %v", chromiumPath, err)
-	}
-	return browserCtx
-}
-
 // location stores the browser's current URL in dst.
 func location(dst *string) chromedp.Action[chromedp.Void] {
 	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) (err error) {
@@ -684,7 +647,7 @@ func browserStuck(browserCtx context.Context) string {
 }
 
 func TestBrowserLogin(t *testing.T) {
-	requireChromium(t)
+	browsertest.Require(t)
 	gh := newGatehouse(t)
 	rp := httptest.NewUnstartedServer(nil)
 	redirectURI := "http://" + rp.Listener.Addr().String() + "/callback"
@@ -712,7 +675,7 @@ func TestBrowserLogin(t *testing.T) {
 		t.Errorf("login page Content-Security-Policy %q, want frame-ancestors 'none'", csp)
 	}
 
-	browserCtx := startChromium(t, ctx)
+	browserCtx := browsertest.Start(t, ctx)
 	runCtx, cancelRun := context.WithTimeout(browserCtx, 30*time.Second)
 	defer cancelRun()
 	var loginURL, consentURL, who, finalURL string
@@ -754,7 +717,7 @@ func TestBrowserLogin(t *testing.T) {
 // --require-pin, passes the password, gets a PIN mailed through SMTP to a test server, types
 // it on the PIN page, consents and lands signed in at the relying party.
 func TestBrowserPINLogin(t *testing.T) {
-	requireChromium(t)
+	browsertest.Require(t)
 	mail := smtptest.Start(t)
 	gh := newGatehouse(t)
 	rp := httptest.NewUnstartedServer(nil)
@@ -770,7 +733,7 @@ func TestBrowserPINLogin(t *testing.T) {
 	rp.Start()
 	defer rp.Close()
 
-	browserCtx := startChromium(t, ctx)
+	browserCtx := browsertest.Start(t, ctx)
 	runCtx, cancelRun := context.WithTimeout(browserCtx, 30*time.Second)
 	defer cancelRun()
 	var pinURL, who, finalURL string
