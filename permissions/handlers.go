@@ -5,8 +5,8 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 
+	"github.com/gatehouse-id/gatehouse/internal/bearer"
 	"github.com/gatehouse-id/gatehouse/internal/httpjson"
 	"github.com/gorilla/mux"
 )
@@ -39,13 +39,13 @@ func (h *handlers) admit(r *http.Request, op operation) (caller, string, string,
 	userID, clientID := vars["userId"], vars["clientId"]
 	var c caller
 	var err error
-	scheme, token, hasAuth := strings.Cut(r.Header.Get("Authorization"), " ")
+	token, hasBearer := bearer.FromHeader(r)
 	switch {
 	case op == opAdmin:
 		c.adminID, err = h.s.admins.Admin(r)
-	case hasAuth && strings.EqualFold(scheme, "Bearer"):
+	case hasBearer:
 		var info TokenInfo
-		if info, err = h.s.tokens.Validate(r.Context(), strings.TrimSpace(token)); err == nil {
+		if info, err = h.s.tokens.Validate(r.Context(), token); err == nil {
 			c.token = &info
 		}
 	case op == opRead:

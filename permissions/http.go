@@ -59,7 +59,7 @@ func (s *Service) writeError(w http.ResponseWriter, r *http.Request, err error) 
 		w.Header().Set("Retry-After", "5")
 	case status >= http.StatusInternalServerError:
 		s.logger.ErrorContext(r.Context(), "permissions: request failed",
-			"method", r.Method, "path", r.URL.Path, "err", err)
+			"method", r.Method, "path", r.URL.Path, "error", err)
 	}
 	httpjson.WriteError(w, status, message)
 }

@@ -258,21 +258,21 @@ func (p *Provider) issue(w http.ResponseWriter, r *http.Request, ar fosite.Autho
 // any) is deleted with them, so a failure leaves no half-issued code behind. Nothing is
 // signed here, so the transaction stays short.
 func (p *Provider) newAuthorizeResponse(ctx context.Context, ar fosite.AuthorizeRequester, session *Session, pausedToken string) (fosite.AuthorizeResponder, error) {
-	txCtx, err := p.store.BeginTX(ctx)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := p.oauth.NewAuthorizeResponse(txCtx, ar, session)
-	if err == nil && pausedToken != "" {
-		err = p.store.DeleteAuthRequest(txCtx, hashToken(pausedToken))
-	}
-	if err != nil {
-		if rbErr := p.store.Rollback(txCtx); rbErr != nil {
-			p.log.WarnContext(ctx, "rolling back an authorization response failed", "error", rbErr)
+	var resp fosite.AuthorizeResponder
+	err := p.store.InTx(ctx, func(ctx context.Context) error {
+		var err error
+		if resp, err = p.oauth.NewAuthorizeResponse(ctx, ar, session); err != nil {
+			return err
 		}
+		if pausedToken != "" {
+			return p.store.DeleteAuthRequest(ctx, hashToken(pausedToken))
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
-	return resp, p.store.Commit(txCtx)
+	return resp, nil
 }
 
 // userSession builds the fosite session of a user grant: the ID token claims the granted

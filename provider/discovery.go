@@ -2,6 +2,8 @@ package provider
 
 import (
 	"net/http"
+
+	"github.com/gatehouse-id/gatehouse/internal/httpjson"
 )
 
 // discoveryDocument is OpenID Connect Discovery 1.0 §3 metadata. It advertises exactly
@@ -76,7 +78,7 @@ func (p *Provider) discoveryDocument() discoveryDocument {
 
 func (p *Provider) discovery(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Access-Control-Allow-Origin", "*")
-	writeCacheableJSON(w, p.discoveryDocument(), "public, max-age=3600")
+	httpjson.WriteCacheable(w, "public, max-age=3600", p.discoveryDocument())
 }
 
 // jwks publishes the public signing keys (RFC 7517). Clients cache it briefly and refetch

@@ -5,29 +5,22 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 	"golang.org/x/oauth2"
 
+	"github.com/gatehouse-id/gatehouse/internal/browsertest"
 	"github.com/gatehouse-id/gatehouse/provider"
 	"github.com/gatehouse-id/gatehouse/storage/storagetest"
 )
 
-const chromiumPath = "/usr/bin/chromium"
-
 // TestFormPostSubmitsInChromium: a real browser runs the form_post page's script under
 // the page's own CSP, so the response reaches the client without a click.
 func TestFormPostSubmitsInChromium(t *testing.T) {
-	if _, err := os.Stat(chromiumPath); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is needed on CI: %v", chromiumPath, err)
-		}
-		t.Skipf("no Chromium at %s", chromiumPath)
-	}
-	browserCtx := startChromium(t)
+	browsertest.Require(t)
+	browserCtx := browsertest.Start(t, context.Background())
 	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
 		// The client's callback shows what it was posted.
 		posted := make(chan url.Values, 1)
@@ -61,28 +54,4 @@ func TestFormPostSubmitsInChromium(t *testing.T) {
 			t.Fatal("the client's callback received no POST")
 		}
 	})
-}
-
-// startChromium starts a headless Chromium with a fresh profile; it stops when the test
-// returns.
-func startChromium(t *testing.T) context.Context {
-	t.Helper()
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(chromiumPath),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.NoFirstRun,
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
-	)
-	t.Cleanup(cancelAlloc)
-	browserCtx, cancelBrowser := chromedp.NewContext(allocCtx)
-	t.Cleanup(cancelBrowser)
-	if err := chromedp.Do(browserCtx); err != nil {
-		t.Fatalf("start %s: %v", chromiumPath, err)
-	}
-	return browserCtx
 }

@@ -16,7 +16,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,6 +23,7 @@ import (
 	"golang.org/x/net/html"
 	"golang.org/x/oauth2"
 
+	"github.com/gatehouse-id/gatehouse/internal/testlog"
 	"github.com/gatehouse-id/gatehouse/provider"
 	"github.com/gatehouse-id/gatehouse/storage"
 	"github.com/gatehouse-id/gatehouse/storage/storagetest"
@@ -88,7 +88,7 @@ func newEnvFor(t *testing.T, b storagetest.Backend, config func(issuer string) p
 	if cfg.Secret == nil {
 		cfg.Secret = testSecret
 	}
-	logs := &logBuffer{}
+	logs := &testlog.Buffer{}
 	opts = append([]provider.Option{provider.WithStore(store),
 		provider.WithLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))}, opts...)
 	p, err := provider.New(cfg, opts...)
@@ -113,24 +113,6 @@ func newEnvFor(t *testing.T, b storagetest.Backend, config func(issuer string) p
 	}
 	ctx := oidc.ClientContext(context.WithValue(context.Background(), oauth2.HTTPClient, back), back)
 	return &env{issuer: cfg.Issuer, p: p, store: store, srv: srv, back: back, ctx: ctx}
-}
-
-// logBuffer collects the provider's log lines from concurrent handlers.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
 }
 
 // user creates a verified user whose password is testPassword.

@@ -41,10 +41,10 @@ func (p *Provider) introspect(w http.ResponseWriter, r *http.Request) {
 	}
 	session, _ := sessionOf(ar)
 	if err != nil || session == nil || p.expired(session, use) || !mayIntrospect(caller, ar) {
-		writeJSON(w, http.StatusOK, map[string]bool{"active": false})
+		httpjson.Write(w, http.StatusOK, map[string]bool{"active": false})
 		return
 	}
-	writeJSON(w, http.StatusOK, p.introspection(use, ar, session))
+	httpjson.Write(w, http.StatusOK, p.introspection(use, ar, session))
 }
 
 // introspectionError answers a request the endpoint refused, in the RFC 6749 shape.

@@ -2,14 +2,13 @@ package provider
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"slices"
-	"strings"
 
 	"github.com/ory/fosite"
 
+	"github.com/gatehouse-id/gatehouse/internal/bearer"
 	"github.com/gatehouse-id/gatehouse/internal/httpjson"
 )
 
@@ -83,7 +82,7 @@ func (p *Provider) revoke(w http.ResponseWriter, r *http.Request) {
 // token's scopes allow, read fresh from the user record.
 func (p *Provider) userinfo(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	token := bearerToken(r)
+	token := bearer.FromRequest(r)
 	if token == "" {
 		bearerError(w, http.StatusUnauthorized, "invalid_request", "An access token is required.")
 		return
@@ -120,40 +119,13 @@ func (p *Provider) userinfo(w http.ResponseWriter, r *http.Request) {
 		claims["name"] = user.Name
 		claims["updated_at"] = user.UpdatedAt.Unix()
 	}
-	writeJSON(w, http.StatusOK, claims)
-}
-
-// bearerToken reads an RFC 6750 bearer token from the Authorization header or, for a
-// form-encoded POST, the access_token body parameter (never the query string).
-func bearerToken(r *http.Request) string {
-	if scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
-		return strings.TrimSpace(token)
-	}
-	if r.Method == http.MethodPost {
-		return r.PostFormValue("access_token")
-	}
-	return ""
+	httpjson.Write(w, http.StatusOK, claims)
 }
 
 // bearerError answers as RFC 6750 §3 describes: WWW-Authenticate plus the OAuth JSON shape.
 func bearerError(w http.ResponseWriter, status int, code, description string) {
 	w.Header().Set("WWW-Authenticate", `Bearer error="`+code+`", error_description="`+description+`"`)
-	writeJSON(w, status, map[string]string{"error": code, "error_description": description})
-}
-
-// writeJSON writes v as a JSON response that no cache keeps.
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-// writeCacheableJSON writes a public document with the given Cache-Control.
-func writeCacheableJSON(w http.ResponseWriter, v any, cacheControl string) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.Header().Set("Cache-Control", cacheControl)
-	_ = json.NewEncoder(w).Encode(v)
+	httpjson.Write(w, status, map[string]string{"error": code, "error_description": description})
 }
 
 // logServerError logs a fosite error of status 500 or more with its hidden parts: the debug

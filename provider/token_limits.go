@@ -1,10 +1,10 @@
 package provider
 
 import (
-	"encoding/json"
 	"net/http"
 	"strconv"
 
+	"github.com/gatehouse-id/gatehouse/internal/httpjson"
 	"github.com/gatehouse-id/gatehouse/publicauth"
 )
 
@@ -30,13 +30,9 @@ func (p *Provider) failedRequestsLimited(next http.HandlerFunc) http.HandlerFunc
 			p.log.ErrorContext(ctx, "rate limiter failed; request let through", "error", err)
 		}
 		if exceeded {
-			h := w.Header()
-			h.Set("Content-Type", "application/json;charset=UTF-8")
-			h.Set("Cache-Control", "no-store")
 			seconds, _ := publicauth.RetryAfterSeconds(&publicauth.RateLimitError{RetryAfter: retryAfter})
-			h.Set("Retry-After", strconv.Itoa(seconds))
-			w.WriteHeader(http.StatusTooManyRequests)
-			_ = json.NewEncoder(w).Encode(map[string]string{
+			w.Header().Set("Retry-After", strconv.Itoa(seconds))
+			httpjson.Write(w, http.StatusTooManyRequests, map[string]string{
 				"error":             "slow_down",
 				"error_description": "Too many failed client authentications from this address; retry after the Retry-After delay.",
 			})

@@ -13,6 +13,7 @@ var (
 	VerifyPassword       = verifyPassword
 	ErrMalformedHash     = errMalformedHash
 	DummyPasswordHash    = dummyPasswordHash
+	HashToken            = hashToken
 )
 
 // HashPassword hashes pw with the given argon2id parameters.

@@ -2,6 +2,7 @@ package publicauth_test
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gatehouse-id/gatehouse/publicauth"
 	"github.com/gatehouse-id/gatehouse/publicauth/smtptest"
@@ -30,6 +32,22 @@ func (e *env) linkToken(t *testing.T, addr, path string) string {
 	token := u.Query().Get("token")
 	if token == "" {
 		t.Fatalf("link %q has no token", link)
+	}
+	return token
+}
+
+// verifyLinkSentTo stores an email verification link of u as mailed to addr, as if u's
+// address had been addr then, and returns the link's token.
+func (e *env) verifyLinkSentTo(t *testing.T, u *publicauth.User, addr string) string {
+	t.Helper()
+	token := rand.Text()
+	now := e.clock.Now()
+	err := e.store.CreateOneTimeToken(context.Background(), &publicauth.OneTimeToken{
+		IDHash: publicauth.HashToken(token), Purpose: publicauth.PurposeVerifyEmail,
+		UserID: u.ID, Email: addr, CreatedAt: now, ExpiresAt: now.Add(time.Hour),
+	}, false)
+	if err != nil {
+		t.Fatalf("CreateOneTimeToken: %v", err)
 	}
 	return token
 }
@@ -149,10 +167,7 @@ func TestCheckMagicLink(t *testing.T) {
 		if err := e.svc.CheckMagicLink(ctx, token); !errors.Is(err, publicauth.ErrAccountDisabled) {
 			t.Errorf("CheckMagicLink of a disabled account = %v, want ErrAccountDisabled", err)
 		}
-		u.Status = publicauth.StatusActive
-		if err := e.store.UpdateUser(ctx, u); err != nil {
-			t.Fatal(err)
-		}
+		setStatus(t, e, u, publicauth.StatusActive)
 		if _, _, err := e.svc.ConsumeMagicLink(ctx, token); err != nil {
 			t.Fatalf("ConsumeMagicLink after checks = %v, want the login", err)
 		}
@@ -439,16 +454,8 @@ func TestResendVerification(t *testing.T) {
 		}
 
 		t.Run("a link to an address the account no longer has", func(t *testing.T) {
-			e.register(t, "ivy@example.com", "correct horse battery", "Ivy")
-			token := e.linkToken(t, "ivy@example.com", publicauth.PathVerifyEmail)
-			u, err := e.store.UserByEmail(ctx, "ivy@example.com")
-			if err != nil {
-				t.Fatal(err)
-			}
-			u.Email = "ivy.new@example.com"
-			if err := e.store.UpdateUser(ctx, u); err != nil {
-				t.Fatal(err)
-			}
+			u := e.register(t, "ivy.new@example.com", "correct horse battery", "Ivy")
+			token := e.verifyLinkSentTo(t, u, "ivy@example.com")
 			if _, err := e.svc.VerifyEmail(ctx, token); !errors.Is(err, publicauth.ErrInvalidToken) {
 				t.Errorf("VerifyEmail = %v, want ErrInvalidToken", err)
 			}
@@ -464,12 +471,8 @@ func TestResendVerification(t *testing.T) {
 			{"kay@example.com", "KAY@Example.com", nil},
 		} {
 			t.Run(fmt.Sprintf("a link after the address became %+q", c.changed), func(t *testing.T) {
-				u := e.register(t, c.original, "correct horse battery", "Kip")
-				token := e.linkToken(t, c.original, publicauth.PathVerifyEmail)
-				u.Email = c.changed
-				if err := e.store.UpdateUser(ctx, u); err != nil {
-					t.Fatal(err)
-				}
+				u := e.register(t, c.changed, "correct horse battery", "Kip")
+				token := e.verifyLinkSentTo(t, u, c.original)
 				if _, err := e.svc.VerifyEmail(ctx, token); !errors.Is(err, c.want) {
 					t.Errorf("VerifyEmail = %v, want %v", err, c.want)
 				}

@@ -459,9 +459,13 @@ func TestLogout(t *testing.T) {
 // disable sets the user's status to disabled in the store.
 func disable(t *testing.T, e *env, u *publicauth.User) {
 	t.Helper()
-	d := *u
-	d.Status = publicauth.StatusDisabled
-	if err := e.store.UpdateUser(context.Background(), &d); err != nil {
-		t.Fatalf("UpdateUser: %v", err)
+	setStatus(t, e, u, publicauth.StatusDisabled)
+}
+
+// setStatus sets the user's status in the store.
+func setStatus(t *testing.T, e *env, u *publicauth.User, status string) {
+	t.Helper()
+	if _, err := e.store.ChangeUser(context.Background(), u.ID, publicauth.UserChange{Status: &status}); err != nil {
+		t.Fatalf("ChangeUser: %v", err)
 	}
 }

@@ -71,7 +71,7 @@ func (s *Service) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	}
 	if status >= http.StatusInternalServerError {
 		s.logger.ErrorContext(r.Context(), "publicauth: request failed",
-			"method", r.Method, "path", r.URL.Path, "err", err)
+			"method", r.Method, "path", r.URL.Path, "error", err)
 	}
 	httpjson.WriteError(w, status, message)
 }

@@ -79,7 +79,7 @@ func (s *Service) CheckRate(r *http.Request, endpoint string) error {
 func (s *Service) hit(ctx context.Context, key string, rate Rate) error {
 	ok, retryAfter, err := s.limiter.Hit(ctx, key, rate.Limit, rate.Window)
 	if err != nil {
-		s.logger.ErrorContext(ctx, "publicauth: rate limiter failed, allowing the attempt", "key", key, "err", err)
+		s.logger.ErrorContext(ctx, "publicauth: rate limiter failed, allowing the attempt", "key", key, "error", err)
 		return nil
 	}
 	if !ok {
@@ -113,7 +113,7 @@ func (s *Service) reserveLoginAttempt(ctx context.Context, email string) error {
 	}
 	ok, retryAfter, err := s.limiter.Hit(ctx, lockoutKey(email), s.limits.Lockout.Limit, s.limits.Lockout.Window)
 	if err != nil {
-		s.logger.ErrorContext(ctx, "publicauth: rate limiter failed, allowing the login", "err", err)
+		s.logger.ErrorContext(ctx, "publicauth: rate limiter failed, allowing the login", "error", err)
 		return nil
 	}
 	if !ok {
@@ -128,7 +128,7 @@ func (s *Service) clearFailedLogins(ctx context.Context, email string) {
 		return
 	}
 	if err := s.limiter.Reset(ctx, lockoutKey(email)); err != nil {
-		s.logger.ErrorContext(ctx, "publicauth: rate limiter failed to clear failed logins", "err", err)
+		s.logger.ErrorContext(ctx, "publicauth: rate limiter failed to clear failed logins", "error", err)
 	}
 }
 

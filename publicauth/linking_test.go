@@ -232,10 +232,7 @@ func TestRegisterAddsPasswordToSocialOnlyAccount(t *testing.T) {
 				t.Fatal(err)
 			}
 			hal := e.socialUser(t, "g-hal", "hal@example.com", "Hal")
-			hal.Status = publicauth.StatusDisabled
-			if err := e.store.UpdateUser(ctx, hal); err != nil {
-				t.Fatal(err)
-			}
+			disable(t, e, hal)
 			for _, email := range []string{"gus@example.com", "hal@example.com"} {
 				res := e.registerAs(t, email, pw, startSession(t, e.svc, gus, publicauth.SessionPublic))
 				wantStatus(t, res, http.StatusConflict)

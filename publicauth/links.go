@@ -78,7 +78,7 @@ type VerifiedEmail struct {
 // longer has yields ErrInvalidToken.
 func (s *Service) VerifyEmail(ctx context.Context, token string) (VerifiedEmail, error) {
 	var v VerifiedEmail
-	err := s.inTx(ctx, func(ctx context.Context) error {
+	err := s.store.InTx(ctx, func(ctx context.Context) error {
 		_, u, err := s.consumeLink(ctx, token, PurposeVerifyEmail)
 		if err != nil {
 			return err
@@ -105,7 +105,7 @@ func (s *Service) VerifyEmail(ctx context.Context, token string) (VerifiedEmail,
 // account ErrAccountDisabled.
 func (s *Service) ConfirmPassword(ctx context.Context, token, password string) (*User, error) {
 	var confirmed *User
-	err := s.inTx(ctx, func(ctx context.Context) error {
+	err := s.store.InTx(ctx, func(ctx context.Context) error {
 		t, u, err := s.consumeLink(ctx, token, PurposeLinkPassword)
 		if err != nil {
 			return err
@@ -202,7 +202,7 @@ func (s *Service) checkDestination(ctx context.Context, d Destination) error {
 func (s *Service) ConsumeMagicLink(ctx context.Context, token string) (*User, Destination, error) {
 	var u *User
 	var dest Destination
-	err := s.inTx(ctx, func(ctx context.Context) error {
+	err := s.store.InTx(ctx, func(ctx context.Context) error {
 		t, user, err := s.consumeLink(ctx, token, PurposeMagicLink)
 		if err != nil {
 			return err
@@ -277,7 +277,7 @@ func (s *Service) ResetPassword(ctx context.Context, token, password string) (*U
 		return nil, err
 	}
 	var u *User
-	err = s.inTx(ctx, func(ctx context.Context) error {
+	err = s.store.InTx(ctx, func(ctx context.Context) error {
 		var err error
 		_, u, err = s.consumeLink(ctx, token, PurposePasswordReset)
 		if err != nil {
@@ -435,7 +435,7 @@ func (s *Service) mailLinkLater(ctx context.Context, u *User, purpose string, de
 			s.logger.WarnContext(ctx, "publicauth: per-account mail limit reached, mail not sent", "kind", purpose, "user_id", u.ID)
 			return
 		case err != nil:
-			s.logger.ErrorContext(ctx, "publicauth: could not prepare mail", "kind", purpose, "user_id", u.ID, "err", err)
+			s.logger.ErrorContext(ctx, "publicauth: could not prepare mail", "kind", purpose, "user_id", u.ID, "error", err)
 			return
 		}
 		// send logs its failure; the requester already has their answer.
@@ -474,7 +474,7 @@ func (s *Service) render(kind string, u *User, d MailData) (Message, error) {
 // send hands m to the mailer; a failure is logged and returned wrapping ErrMailUnavailable.
 func (s *Service) send(ctx context.Context, m Message) error {
 	if err := s.mailer.Send(ctx, m); err != nil {
-		s.logger.ErrorContext(ctx, "publicauth: sending mail failed", "subject", m.Subject, "err", err)
+		s.logger.ErrorContext(ctx, "publicauth: sending mail failed", "subject", m.Subject, "error", err)
 		return fmt.Errorf("%w: %v", ErrMailUnavailable, err)
 	}
 	return nil

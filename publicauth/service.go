@@ -1,7 +1,6 @@
 package publicauth
 
 import (
-	"context"
 	"crypto/hkdf"
 	"crypto/rand"
 	"crypto/sha256"
@@ -180,22 +179,3 @@ func New(cfg Config, store Store, opts ...Option) (*Service, error) {
 
 // now is the service's current time in UTC.
 func (s *Service) now() time.Time { return s.clock().UTC() }
-
-// inTx runs fn in one store transaction: committed when fn returns nil, rolled back
-// otherwise (fn's error is returned unchanged).
-func (s *Service) inTx(ctx context.Context, fn func(ctx context.Context) error) error {
-	tx, err := s.store.BeginTX(ctx)
-	if err != nil {
-		return fmt.Errorf("publicauth: begin transaction: %w", err)
-	}
-	if err := fn(tx); err != nil {
-		if rerr := s.store.Rollback(tx); rerr != nil {
-			s.logger.ErrorContext(ctx, "publicauth: rollback failed", "err", rerr)
-		}
-		return err
-	}
-	if err := s.store.Commit(tx); err != nil {
-		return fmt.Errorf("publicauth: commit: %w", err)
-	}
-	return nil
-}

@@ -15,10 +15,6 @@ type UserStore interface {
 	// UserByEmail returns the user whose email has the same EmailKey as email, or
 	// ErrUserNotFound (also when email has no key).
 	UserByEmail(ctx context.Context, email string) (*User, error)
-	// UpdateUser overwrites the stored user with u (matched by u.ID) and sets UpdatedAt.
-	// It returns ErrUserNotFound when there is no such user and ErrEmailTaken when the new
-	// email's EmailKey is another user's.
-	UpdateUser(ctx context.Context, u *User) error
 	// ChangeUser writes only the fields c sets on the user with that id, and its
 	// UpdatedAt, and returns the user as stored afterwards; ErrUserNotFound when there is no
 	// such user. Writing only those columns keeps concurrent changes of other fields (a PIN
@@ -67,13 +63,12 @@ type Store interface {
 	Transactional
 }
 
-// Transactional runs several store calls as one unit: every call made with the context
-// BeginTX returns joins the transaction until Commit or Rollback. A BeginTX on a context
-// that already carries a transaction nests inside it.
+// Transactional runs several store calls as one unit.
 type Transactional interface {
-	BeginTX(ctx context.Context) (context.Context, error)
-	Commit(ctx context.Context) error
-	Rollback(ctx context.Context) error
+	// InTx runs fn in one transaction carried by the context fn receives; every store call
+	// made with that context joins it, and an InTx inside it nests. fn's error rolls it back
+	// and is returned unchanged; a failed commit returns the commit's error.
+	InTx(ctx context.Context, fn func(ctx context.Context) error) error
 }
 
 // Purposes of one-time tokens. Each purpose is a separate namespace: a token is only ever

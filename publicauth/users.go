@@ -91,7 +91,7 @@ func (s *Service) registerExisting(ctx context.Context, u *User, hash string, si
 		s.sendLater(ctx, m)
 		return Registration{User: u, AccountLinking: true}, nil
 	}
-	err := s.inTx(ctx, func(ctx context.Context) error {
+	err := s.store.InTx(ctx, func(ctx context.Context) error {
 		// Load again inside the transaction: the password may have come meanwhile.
 		current, err := s.store.UserByID(ctx, u.ID)
 		if err != nil {
@@ -236,7 +236,7 @@ func (s *Service) verifyCredentials(ctx context.Context, email, password string)
 		if err := s.spendDummyVerification(ctx, password); err != nil {
 			return nil, err
 		}
-		s.logger.ErrorContext(ctx, "publicauth: stored password hash is unusable", "user_id", u.ID, "err", err)
+		s.logger.ErrorContext(ctx, "publicauth: stored password hash is unusable", "user_id", u.ID, "error", err)
 		return nil, ErrInvalidCredentials
 	case err != nil:
 		return nil, err
@@ -299,7 +299,7 @@ func (s *Service) ChangeAccount(ctx context.Context, userID string, c AccountCha
 		return nil, &InputError{Field: "status", Reason: "must be " + StatusActive + " or " + StatusDisabled}
 	}
 	var u *User
-	err := s.inTx(ctx, func(ctx context.Context) error {
+	err := s.store.InTx(ctx, func(ctx context.Context) error {
 		var err error
 		if u, err = s.store.UserByID(ctx, userID); err != nil {
 			return fmt.Errorf("publicauth: load user: %w", err)

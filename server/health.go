@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/gatehouse-id/gatehouse/internal/httpjson"
 )
 
 // readyTimeout bounds one readiness check.
@@ -12,7 +14,7 @@ const readyTimeout = 2 * time.Second
 
 // healthz answers 200 {"status":"ok"} while the process can serve HTTP at all.
 func healthz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	httpjson.Write(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
 // readyz answers 200 {"status":"ok"} when ready succeeds within two seconds, else 503
@@ -24,9 +26,9 @@ func readyz(logger *slog.Logger, ready func(context.Context) error) http.Handler
 		if err := ready(ctx); err != nil {
 			logger.WarnContext(r.Context(), "not ready", slog.Any("error", err))
 			w.Header().Set("Retry-After", "5")
-			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable"})
+			httpjson.Write(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable"})
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		httpjson.Write(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 }

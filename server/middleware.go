@@ -1,11 +1,12 @@
 package server
 
 import (
-	"encoding/json"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
 	"time"
+
+	"github.com/gatehouse-id/gatehouse/internal/httpjson"
 )
 
 // quietPath reports whether path is logged at debug level only: probes and scrapers poll
@@ -73,7 +74,7 @@ func recoverPanics(logger *slog.Logger, next http.Handler) http.Handler {
 				// truncated answer for a whole one.
 				panic(http.ErrAbortHandler)
 			}
-			writeJSON(rec, http.StatusInternalServerError,
+			httpjson.Write(rec, http.StatusInternalServerError,
 				map[string]string{"error": "Internal Server Error", "message": "internal error"})
 		}()
 		next.ServeHTTP(rec, r)
@@ -120,12 +121,4 @@ func (rw *responseRecorder) statusCode() int {
 		return http.StatusOK
 	}
 	return rw.status
-}
-
-// writeJSON writes v as a JSON response with status.
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
 }

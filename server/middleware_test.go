@@ -9,6 +9,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/gatehouse-id/gatehouse/internal/testlog"
 )
 
 func TestAccessLogRequestID(t *testing.T) {
@@ -25,7 +27,7 @@ func TestAccessLogRequestID(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var logs syncBuffer
+			var logs testlog.Buffer
 			var inCtx string
 			h := accessLog(newLogger(&logs, slog.LevelInfo), nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				inCtx = RequestID(r.Context())
@@ -69,7 +71,7 @@ func TestAccessLogRequestID(t *testing.T) {
 }
 
 func TestLoggerAddsRequestIDFromContext(t *testing.T) {
-	var logs syncBuffer
+	var logs testlog.Buffer
 	logger := newLogger(&logs, slog.LevelInfo).With("component", "x")
 	logger.InfoContext(withRequestID(context.Background(), "req-1"), "hello")
 	line := findLog(t, &logs, "hello")
@@ -79,7 +81,7 @@ func TestLoggerAddsRequestIDFromContext(t *testing.T) {
 }
 
 func TestRecoverPanics(t *testing.T) {
-	var logs syncBuffer
+	var logs testlog.Buffer
 	logger := newLogger(&logs, slog.LevelInfo)
 	h := accessLog(logger, nil, recoverPanics(logger, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
 		panic("kaboom")
@@ -192,7 +194,7 @@ func TestMetricsCountRequests(t *testing.T) {
 }
 
 func TestRecoverPanicsAfterHeadersAbortsResponse(t *testing.T) {
-	var logs syncBuffer
+	var logs testlog.Buffer
 	logger := newLogger(&logs, slog.LevelInfo)
 	h := accessLog(logger, nil, recoverPanics(logger, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Write([]byte(`{"partial":`))

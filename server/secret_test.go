@@ -9,12 +9,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gatehouse-id/gatehouse/internal/testlog"
 )
 
 func TestLoadSecretGeneratesOnceAndReuses(t *testing.T) {
 	dir := t.TempDir()
 	dsn := "sqlite:" + filepath.Join(dir, "gatehouse.db")
-	var logs syncBuffer
+	var logs testlog.Buffer
 	logger := newLogger(&logs, slog.LevelInfo)
 
 	first, err := loadSecret(nil, dsn, rand.Reader, logger)
@@ -161,7 +163,7 @@ func TestLoadSecretWarnsAboutReadableFile(t *testing.T) {
 	if err := os.Chmod(filepath.Join(dir, "gatehouse.db.secret"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs testlog.Buffer
 	if _, err := loadSecret(nil, dsn, rand.Reader, newLogger(&logs, slog.LevelInfo)); err != nil {
 		t.Fatalf("load with a readable file: %v", err)
 	}

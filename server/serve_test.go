@@ -15,12 +15,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-id/gatehouse/internal/testlog"
 	"github.com/gatehouse-id/gatehouse/storage/storagetest"
 )
 
 // startServer runs serve on a loopback listener with args and returns its base URL, its
 // logs and a stop function that cancels the context and returns the exit code.
-func startServer(t *testing.T, args ...string) (string, *syncBuffer, func() int) {
+func startServer(t *testing.T, args ...string) (string, *testlog.Buffer, func() int) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -28,7 +29,7 @@ func startServer(t *testing.T, args ...string) (string, *syncBuffer, func() int)
 	}
 	t.Cleanup(func() { ln.Close() }) // in case serve fails before it owns the listener
 	base := "http://" + ln.Addr().String()
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	c := &cli{stdout: io.Discard, stderr: logs, lookupEnv: envOf(nil), random: rand.Reader, listener: ln}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)

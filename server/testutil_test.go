@@ -2,33 +2,15 @@ package server
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/gatehouse-id/gatehouse/internal/testlog"
 )
 
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // logLines decodes the JSON log lines written so far.
-func logLines(t *testing.T, s *syncBuffer) []map[string]any {
+func logLines(t *testing.T, s *testlog.Buffer) []map[string]any {
 	t.Helper()
 	var lines []map[string]any
 	sc := bufio.NewScanner(strings.NewReader(s.String()))
@@ -44,7 +26,7 @@ func logLines(t *testing.T, s *syncBuffer) []map[string]any {
 }
 
 // findLog returns the first log line with message msg, or nil.
-func findLog(t *testing.T, s *syncBuffer, msg string) map[string]any {
+func findLog(t *testing.T, s *testlog.Buffer, msg string) map[string]any {
 	t.Helper()
 	for _, l := range logLines(t, s) {
 		if l["msg"] == msg {

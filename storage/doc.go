@@ -19,7 +19,8 @@
 //
 // Transactions travel on the context (fosite's storage.Transactional): every method runs
 // inside the transaction BeginTX put into its context, or on the connection pool when there
-// is none. Timestamps are stored in UTC with microsecond precision and read back in UTC.
+// is none. The domain packages use InTx, which wraps BeginTX, Commit and Rollback and nests
+// through the context. Timestamps are stored in UTC with microsecond precision and read back in UTC.
 // Secrets never reach this package in clear: callers pass hashes (session ids, client
 // secrets), signatures (tokens) and sealed keys; the one raw value fosite hands over, the
 // authorization code keying OpenID Connect sessions, is hashed before it is stored.

@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -46,7 +45,7 @@ func (s *Store) UserByIdentity(ctx context.Context, provider, subject string) (*
 // linked already, publicauth.ErrEmailTaken when u's email is in use and ErrConflict when
 // u.ID is; nothing is written then. It implements publicauth.IdentityStore.
 func (s *Store) CreateUserWithIdentity(ctx context.Context, u *publicauth.User, id publicauth.Identity) error {
-	return s.inTxCtx(ctx, func(ctx context.Context) error {
+	return s.InTx(ctx, func(ctx context.Context) error {
 		if err := s.CreateUser(ctx, u); err != nil {
 			return err
 		}
@@ -65,7 +64,7 @@ func (s *Store) CreateUserWithIdentity(ctx context.Context, u *publicauth.User, 
 func (s *Store) LinkIdentity(ctx context.Context, userID string, id publicauth.Identity) (*publicauth.User, error) {
 	now := s.nowUTC()
 	var out *publicauth.User
-	err := s.inTxCtx(ctx, func(ctx context.Context) error {
+	err := s.InTx(ctx, func(ctx context.Context) error {
 		tx := s.conn(ctx)
 		res := tx.Model(&userModel{}).Where("id = ?", userID).Update("updated_at", now)
 		if res.Error != nil {
@@ -116,21 +115,4 @@ func (s *Store) insertIdentity(ctx context.Context, userID string, id publicauth
 		return fmt.Errorf("storage: insert identity: %w", err)
 	}
 	return nil
-}
-
-// inTxCtx runs fn with a context carrying one transaction of s (a savepoint inside the
-// transaction ctx already carries): committed when fn returns nil, rolled back otherwise,
-// fn's error returned unchanged.
-func (s *Store) inTxCtx(ctx context.Context, fn func(ctx context.Context) error) error {
-	txCtx, err := s.BeginTX(ctx)
-	if err != nil {
-		return err
-	}
-	if err := fn(txCtx); err != nil {
-		if rbErr := s.Rollback(txCtx); rbErr != nil {
-			return errors.Join(err, rbErr)
-		}
-		return err
-	}
-	return s.Commit(txCtx)
 }

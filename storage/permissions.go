@@ -50,23 +50,6 @@ type permissionAuditModel struct {
 
 func (permissionAuditModel) TableName() string { return "permission_audit" }
 
-// InTx runs fn in one transaction carried by the context it receives (a savepoint inside
-// the transaction ctx already carries): committed when fn returns nil, rolled back when it
-// returns an error, which InTx returns unchanged.
-func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context) error) error {
-	txCtx, err := s.BeginTX(ctx)
-	if err != nil {
-		return err
-	}
-	if err := fn(txCtx); err != nil {
-		if rbErr := s.Rollback(txCtx); rbErr != nil {
-			s.log.WarnContext(ctx, "storage: rollback failed", "error", rbErr)
-		}
-		return err
-	}
-	return s.Commit(txCtx)
-}
-
 // Permission returns the record of (userID, clientID) without AppName, or
 // permissions.ErrNoRecord. Inside a transaction on Postgres it takes the row lock
 // (SELECT … FOR UPDATE); SQLite's transactions already hold the database's write lock

@@ -104,6 +104,37 @@ func (s *Store) Rollback(ctx context.Context) error {
 	return nil
 }
 
+// InTx runs fn in one transaction carried by the context fn receives: a new one, or a
+// savepoint inside the transaction ctx already carries. It commits when fn returns nil and
+// returns the commit's error if that fails; it rolls back when fn returns an error, which
+// InTx returns unchanged, or panics, which InTx re-raises after the rollback. Domain packages
+// declare it in their store interfaces; fosite uses BeginTX, Commit and Rollback directly.
+func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context) error) error {
+	txCtx, err := s.BeginTX(ctx)
+	if err != nil {
+		return err
+	}
+	done := false
+	defer func() {
+		if done {
+			return
+		}
+		// fn panicked: release the transaction (and SQLite's write lock) before unwinding.
+		if rbErr := s.Rollback(txCtx); rbErr != nil {
+			s.log.WarnContext(ctx, "storage: rollback after a panic failed", "error", rbErr)
+		}
+	}()
+	fnErr := fn(txCtx)
+	done = true
+	if fnErr != nil {
+		if rbErr := s.Rollback(txCtx); rbErr != nil {
+			s.log.WarnContext(ctx, "storage: rollback failed", "error", rbErr)
+		}
+		return fnErr
+	}
+	return s.Commit(txCtx)
+}
+
 // conn returns the handle a method runs its statements on: the transaction carried by ctx,
 // or the pool.
 func (s *Store) conn(ctx context.Context) *gorm.DB {

@@ -113,47 +113,6 @@ func (s *Store) UserByEmail(ctx context.Context, email string) (*publicauth.User
 	return m.toUser(), nil
 }
 
-// UpdateUser overwrites the stored user matched by u.ID with every field of u but ID,
-// CreatedAt and SocialProviders, and sets UpdatedAt (in the store and in u) to now.
-// SocialProviders is derived from the linked identities and kept in step by the identity
-// store alone, so a concurrent read-modify-write here cannot drop a provider. It returns
-// publicauth.ErrUserNotFound when there is no such user, publicauth.ErrEmailTaken when
-// the new email's key is another user's, and an error wrapping publicauth.ErrInvalidEmail
-// when it has none.
-func (s *Store) UpdateUser(ctx context.Context, u *publicauth.User) error {
-	key, err := publicauth.EmailKey(u.Email)
-	if err != nil {
-		return fmt.Errorf("storage: update user: %w", err)
-	}
-	now := s.nowUTC()
-	var affected int64
-	err = s.guarded(ctx, func(db *gorm.DB) error {
-		res := db.Model(&userModel{}).Where("id = ?", u.ID).Updates(map[string]any{
-			"email":          u.Email,
-			"email_lower":    key,
-			"email_verified": u.EmailVerified,
-			"name":           u.Name,
-			"password_hash":  u.PasswordHash,
-			"role":           u.Role,
-			"status":         u.Status,
-			"require_pin":    u.RequirePIN,
-			"updated_at":     now,
-		})
-		affected = res.RowsAffected
-		return res.Error
-	})
-	switch {
-	case isDuplicate(err):
-		return publicauth.ErrEmailTaken
-	case err != nil:
-		return fmt.Errorf("storage: update user: %w", err)
-	case affected == 0:
-		return publicauth.ErrUserNotFound
-	}
-	u.UpdatedAt = now
-	return nil
-}
-
 // userRowError maps the error of inserting a row that belongs to a user (a session, a
 // one-time token, a PIN challenge): nil stays nil, a broken foreign key is
 // publicauth.ErrUserNotFound, a duplicate key ErrConflict. what names the operation in any

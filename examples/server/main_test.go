@@ -30,6 +30,8 @@ import (
 	"golang.org/x/net/html"
 	"golang.org/x/oauth2"
 
+	"github.com/gatehouse-id/gatehouse/internal/browsertest"
+	"github.com/gatehouse-id/gatehouse/internal/testlog"
 	"github.com/gatehouse-id/gatehouse/publicauth/smtptest"
 )
 
@@ -43,7 +45,6 @@ const (
 	testPassword = "correct horse battery staple"
 	testName     = "Ada Lovelace"
 	testScopes   = "openid profile email offline_access"
-	chromiumPath = "/usr/bin/chromium"
 )
 
 // binDir holds the binary built by buildServer; TestMain removes it.
@@ -202,7 +203,7 @@ type clientInfo struct {
 type serverProcess struct {
 	issuer  string
 	cmd     *exec.Cmd
-	stderr  *lockedBuffer
+	stderr  *testlog.Buffer
 	exited  chan struct{} // closed once the process has exited
 	waitErr error         // the process's exit, set before exited is closed
 }
@@ -212,7 +213,7 @@ type serverProcess struct {
 func (gh *gatehouse) serve(t *testing.T, extra ...string) *serverProcess {
 	t.Helper()
 	addr := freeAddr(t)
-	s := &serverProcess{issuer: "http://" + addr, stderr: &lockedBuffer{}, exited: make(chan struct{})}
+	s := &serverProcess{issuer: "http://" + addr, stderr: &testlog.Buffer{}, exited: make(chan struct{})}
 	s.cmd = exec.Command(gh.bin, append([]string{"serve", "--addr", addr, "--issuer", s.issuer,
 		"--dsn", gh.dsn, "--secret", testSecret}, extra...)...)
 	s.cmd.Stdout, s.cmd.Stderr = s.stderr, s.stderr
@@ -287,25 +288,6 @@ func freeAddr(t *testing.T) string {
 	addr := ln.Addr().String()
 	ln.Close()
 	return addr
-}
-
-// lockedBuffer is a bytes.Buffer safe to write from the exec copying goroutines while the
-// test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // relyingParty is the OAuth configuration of the test client against a served provider.
@@ -647,43 +629,6 @@ func newRP(op *oidc.Provider, conf *oauth2.Config) http.Handler {
 	return mux
 }
 
-// requireChromium skips the test when Chromium is missing, except on CI where it fails.
-func requireChromium(t *testing.T) {
-	t.Helper()
-	if _, err := os.Stat(chromiumPath); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is needed on CI: %v", chromiumPath, err)
-		}
-		t.Skipf("no Chromium at %s", chromiumPath)
-	}
-}
-
-// startChromium starts a headless Chromium with a fresh profile for the test and returns
-// its context; it stops when ctx ends or the test returns.
-func startChromium(t *testing.T, ctx context.Context) context.Context {
-	t.Helper()
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx,
-		chromedp.ExecPath(chromiumPath),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.NoFirstRun,
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.UserDataDir(t.TempDir()),
-	)
-	t.Cleanup(cancelAlloc)
-	browserCtx, cancelBrowser := chromedp.NewContext(allocCtx)
-	t.Cleanup(cancelBrowser)
-	// Start the browser outside the budget of the sign-in itself.
-	if err := chromedp.Do(browserCtx); err != nil {
-		t.Fatalf("start %s: %v", chromiumPath, err)
-	}
-	return browserCtx
-}
-
 // location stores the browser's current URL in dst.
 func location(dst *string) chromedp.Action[chromedp.Void] {
 	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) (err error) {
@@ -702,7 +647,7 @@ func browserStuck(browserCtx context.Context) string {
 }
 
 func TestBrowserLogin(t *testing.T) {
-	requireChromium(t)
+	browsertest.Require(t)
 	gh := newGatehouse(t)
 	rp := httptest.NewUnstartedServer(nil)
 	redirectURI := "http://" + rp.Listener.Addr().String() + "/callback"
@@ -730,7 +675,7 @@ func TestBrowserLogin(t *testing.T) {
 		t.Errorf("login page Content-Security-Policy %q, want frame-ancestors 'none'", csp)
 	}
 
-	browserCtx := startChromium(t, ctx)
+	browserCtx := browsertest.Start(t, ctx)
 	runCtx, cancelRun := context.WithTimeout(browserCtx, 30*time.Second)
 	defer cancelRun()
 	var loginURL, consentURL, who, finalURL string
@@ -772,7 +717,7 @@ func TestBrowserLogin(t *testing.T) {
 // --require-pin, passes the password, gets a PIN mailed through SMTP to a test server, types
 // it on the PIN page, consents and lands signed in at the relying party.
 func TestBrowserPINLogin(t *testing.T) {
-	requireChromium(t)
+	browsertest.Require(t)
 	mail := smtptest.Start(t)
 	gh := newGatehouse(t)
 	rp := httptest.NewUnstartedServer(nil)
@@ -788,7 +733,7 @@ func TestBrowserPINLogin(t *testing.T) {
 	rp.Start()
 	defer rp.Close()
 
-	browserCtx := startChromium(t, ctx)
+	browserCtx := browsertest.Start(t, ctx)
 	runCtx, cancelRun := context.WithTimeout(browserCtx, 30*time.Second)
 	defer cancelRun()
 	var pinURL, who, finalURL string

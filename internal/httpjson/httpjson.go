@@ -24,9 +24,19 @@ func WriteError(w http.ResponseWriter, status int, message string) {
 
 // Write answers with status and v as JSON that no cache keeps and no browser sniffs.
 func Write(w http.ResponseWriter, status int, v any) {
+	write(w, status, "no-store", v)
+}
+
+// WriteCacheable answers 200 with v as JSON that caches may keep as cacheControl says (a
+// public document such as discovery) and no browser sniffs.
+func WriteCacheable(w http.ResponseWriter, cacheControl string, v any) {
+	write(w, http.StatusOK, cacheControl, v)
+}
+
+func write(w http.ResponseWriter, status int, cacheControl string, v any) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
+	h.Set("Cache-Control", cacheControl)
 	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
 	// The status line is out; a failed write means the client went away.

@@ -109,3 +109,42 @@ func TestUnavailable(t *testing.T) {
 		}
 	}
 }
+
+// TestWrite pins the headers of every JSON answer: private answers are never cached,
+// public documents carry their own Cache-Control, and no browser sniffs either.
+func TestWrite(t *testing.T) {
+	cases := []struct {
+		name      string
+		write     func(w http.ResponseWriter)
+		status    int
+		cacheCtrl string
+		body      string
+	}{
+		{"Write", func(w http.ResponseWriter) { httpjson.Write(w, http.StatusTeapot, map[string]int{"n": 1}) },
+			http.StatusTeapot, "no-store", `{"n":1}`},
+		{"WriteError", func(w http.ResponseWriter) { httpjson.WriteError(w, http.StatusNotFound, "no such thing") },
+			http.StatusNotFound, "no-store", `{"error":"Not Found","message":"no such thing"}`},
+		{"WriteCacheable", func(w http.ResponseWriter) { httpjson.WriteCacheable(w, "public, max-age=3600", []string{"a"}) },
+			http.StatusOK, "public, max-age=3600", `["a"]`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			c.write(rec)
+			want := map[string]string{
+				"Content-Type": "application/json", "Cache-Control": c.cacheCtrl, "X-Content-Type-Options": "nosniff",
+			}
+			for name, value := range want {
+				if got := rec.Header().Get(name); got != value {
+					t.Errorf("%s: got %q, want %q", name, got, value)
+				}
+			}
+			if rec.Code != c.status {
+				t.Errorf("status: got %d, want %d", rec.Code, c.status)
+			}
+			if got := strings.TrimSpace(rec.Body.String()); got != c.body {
+				t.Errorf("body: got %s, want %s", got, c.body)
+			}
+		})
+	}
+}

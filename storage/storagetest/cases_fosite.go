@@ -126,22 +126,6 @@ func runConcurrently(n int, fn func(i int) error) []error {
 	return errs
 }
 
-// inTx runs fn in a transaction of s the way fosite does: commit on success, roll back on
-// error.
-func inTx(ctx context.Context, s *storage.Store, fn func(ctx context.Context) error) error {
-	ctx, err := s.BeginTX(ctx)
-	if err != nil {
-		return err
-	}
-	if err := fn(ctx); err != nil {
-		if rerr := s.Rollback(ctx); rerr != nil {
-			return fmt.Errorf("%w (rollback: %v)", err, rerr)
-		}
-		return err
-	}
-	return s.Commit(ctx)
-}
-
 // checkOneWinner fails t unless exactly one error is nil and all others match loser.
 func checkOneWinner(t *testing.T, what string, errs []error, loser error) {
 	t.Helper()
@@ -164,7 +148,7 @@ func testConcurrentCodeInvalidation(t *testing.T, s *storage.Store) {
 	req := newRequest(t, mustCreateClient(t, s, "app"), "user-1", t0)
 	mustNoErr(t, "CreateAuthorizeCodeSession", s.CreateAuthorizeCodeSession(ctx, "code-1", req))
 	errs := runConcurrently(10, func(int) error {
-		return inTx(ctx, s, func(ctx context.Context) error {
+		return s.InTx(ctx, func(ctx context.Context) error {
 			return s.InvalidateAuthorizeCodeSession(ctx, "code-1")
 		})
 	})
@@ -241,7 +225,7 @@ func testConcurrentRefreshRotation(t *testing.T, s *storage.Store) {
 
 	const n = 10
 	errs := runConcurrently(n, func(i int) error {
-		return inTx(ctx, s, func(ctx context.Context) error {
+		return s.InTx(ctx, func(ctx context.Context) error {
 			if err := s.RotateRefreshToken(ctx, req.ID, "rt-0"); err != nil {
 				return err
 			}
@@ -434,14 +418,14 @@ func testRevokeUserGrants(t *testing.T, s *storage.Store) {
 
 	// Inside a transaction that fails afterwards, the revocation rolls back with it.
 	failed := errors.New("the change failed")
-	err := inTx(ctx, s, func(ctx context.Context) error {
+	err := s.InTx(ctx, func(ctx context.Context) error {
 		mustNoErr(t, "RevokeUserGrants in a transaction", s.RevokeUserGrants(ctx, victim.ID))
 		return failed
 	})
 	checkErr(t, "transaction", err, failed)
 	check("after a rolled-back transaction", false)
 
-	err = inTx(ctx, s, func(ctx context.Context) error { return s.RevokeUserGrants(ctx, victim.ID) })
+	err = s.InTx(ctx, func(ctx context.Context) error { return s.RevokeUserGrants(ctx, victim.ID) })
 	mustNoErr(t, "committed RevokeUserGrants", err)
 	check("after a committed transaction", true)
 	mustNoErr(t, "RevokeUserGrants again", s.RevokeUserGrants(ctx, victim.ID))

@@ -230,8 +230,9 @@ func testRequirePINRoundTrip(t *testing.T, s *storage.Store) {
 	if !got.RequirePIN {
 		t.Errorf("got RequirePIN false after create, want true")
 	}
-	got.RequirePIN = false
-	mustNoErr(t, "UpdateUser", s.UpdateUser(ctx, got))
+	off := false
+	_, err = s.ChangeUser(ctx, u.ID, publicauth.UserChange{RequirePIN: &off})
+	mustNoErr(t, "ChangeUser", err)
 	got, err = s.UserByID(ctx, u.ID)
 	mustNoErr(t, "UserByID", err)
 	if got.RequirePIN {

@@ -134,7 +134,6 @@ func testMissingRows(t *testing.T, s *storage.Store) {
 		{"GetClient", func() error { _, err := s.GetClient(ctx, "nope"); return err }, fosite.ErrNotFound},
 		{"UserByID", func() error { _, err := s.UserByID(ctx, "nope"); return err }, publicauth.ErrUserNotFound},
 		{"UserByEmail", func() error { _, err := s.UserByEmail(ctx, "nope@example.com"); return err }, publicauth.ErrUserNotFound},
-		{"UpdateUser", func() error { return s.UpdateUser(ctx, newUser("ghost@example.com")) }, publicauth.ErrUserNotFound},
 		{"SessionByIDHash", func() error { _, _, err := s.SessionByIDHash(ctx, "nope", t0); return err }, publicauth.ErrSessionNotFound},
 		{"DeleteSession", func() error { return s.DeleteSession(ctx, "nope") }, nil},
 		{"CreateSession unknown user", func() error {
@@ -242,37 +241,6 @@ func testUserEmailLookAlikes(t *testing.T, s *storage.Store) {
 	checkErr(t, "CreateUser(no key)", s.CreateUser(ctx, newUser("victim@gmail..com")), publicauth.ErrInvalidEmail)
 	if _, err := s.UserByEmail(ctx, "victim@gmail..com"); !errors.Is(err, publicauth.ErrUserNotFound) {
 		t.Errorf("UserByEmail(no key): got error %v, want %v", err, publicauth.ErrUserNotFound)
-	}
-}
-
-func testUserUpdate(t *testing.T, s *storage.Store) {
-	ctx := context.Background()
-	mustCreateUser(t, s, "taken@example.com")
-	u := mustCreateUser(t, s, "carol@example.com")
-	created := u.CreatedAt
-
-	u.Email = "TAKEN@example.com"
-	checkErr(t, "UpdateUser to a taken email", s.UpdateUser(ctx, u), publicauth.ErrEmailTaken)
-
-	u.Email = "Carol.New@Example.com"
-	u.Name = "Carol"
-	u.Role = publicauth.RoleAdmin
-	u.Status = publicauth.StatusDisabled
-	u.EmailVerified = false
-	u.PasswordHash = ""
-	mustNoErr(t, "UpdateUser", s.UpdateUser(ctx, u))
-	if since := time.Since(u.UpdatedAt); since < 0 || since > time.Minute {
-		t.Errorf("got UpdatedAt %v, want now", u.UpdatedAt)
-	}
-	got, err := s.UserByEmail(ctx, "carol.new@example.com")
-	mustNoErr(t, "UserByEmail(new email)", err)
-	want := *u
-	want.CreatedAt = created
-	if !reflect.DeepEqual(got, &want) {
-		t.Errorf("after UpdateUser:\ngot  %+v\nwant %+v", got, &want)
-	}
-	if _, err := s.UserByEmail(ctx, "carol@example.com"); !errors.Is(err, publicauth.ErrUserNotFound) {
-		t.Errorf("UserByEmail(old email): got error %v, want %v", err, publicauth.ErrUserNotFound)
 	}
 }
 

@@ -77,7 +77,7 @@ func testIdentityCreateAllOrNothing(t *testing.T, s *storage.Store) {
 	}
 
 	// Inside a caller's transaction the failure leaves that transaction usable.
-	err = inTx(ctx, s, func(ctx context.Context) error {
+	err = s.InTx(ctx, func(ctx context.Context) error {
 		err := s.CreateUserWithIdentity(ctx, newSocialUser("third@example.com", "google"), googleIdentity("g-2", "third@example.com"))
 		if !errors.Is(err, publicauth.ErrIdentityTaken) {
 			return fmt.Errorf("got %v, want ErrIdentityTaken", err)

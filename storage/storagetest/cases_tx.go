@@ -86,6 +86,72 @@ func testTransactions(t *testing.T, s *storage.Store) {
 			checkErr(t, "GetAccessTokenSession after rollback", err, fosite.ErrNotFound)
 			return map[string]bool{"fosite-client": true}
 		}},
+		{"InTx commits fn's writes", func(t *testing.T) map[string]bool {
+			mustNoErr(t, "InTx", s.InTx(bg, func(ctx context.Context) error {
+				return s.CreateClient(ctx, newClient("intx-committed"))
+			}))
+			return map[string]bool{"intx-committed": true}
+		}},
+		{"InTx rolls back and returns fn's error", func(t *testing.T) map[string]bool {
+			failed := errors.New("fn failed after its write")
+			err := s.InTx(bg, func(ctx context.Context) error {
+				mustNoErr(t, "CreateClient", s.CreateClient(ctx, newClient("intx-failed")))
+				return failed
+			})
+			if err != failed {
+				t.Errorf("InTx: got error %v, want fn's error unchanged", err)
+			}
+			return map[string]bool{"intx-failed": false}
+		}},
+		{"a failed nested InTx undoes only its own writes", func(t *testing.T) map[string]bool {
+			failed := errors.New("nested fn failed")
+			mustNoErr(t, "InTx", s.InTx(bg, func(ctx context.Context) error {
+				mustNoErr(t, "CreateClient(outer)", s.CreateClient(ctx, newClient("intx-outer")))
+				err := s.InTx(ctx, func(ctx context.Context) error {
+					mustNoErr(t, "CreateClient(inner)", s.CreateClient(ctx, newClient("intx-inner")))
+					return failed
+				})
+				checkErr(t, "nested InTx", err, failed)
+				return s.CreateClient(ctx, newClient("intx-after"))
+			}))
+			return map[string]bool{"intx-outer": true, "intx-inner": false, "intx-after": true}
+		}},
+		{"InTx rolls back when fn panics and re-raises the panic", func(t *testing.T) map[string]bool {
+			recovered := func() (r any) {
+				defer func() { r = recover() }()
+				_ = s.InTx(bg, func(ctx context.Context) error {
+					mustNoErr(t, "CreateClient", s.CreateClient(ctx, newClient("intx-panicked")))
+					panic("fn panicked")
+				})
+				return nil
+			}()
+			if recovered != "fn panicked" {
+				t.Errorf("InTx: recovered %v, want fn's panic", recovered)
+			}
+			// The transaction was rolled back and released: the same client can be written
+			// again before the deadline (neither SQLite's write lock nor Postgres's lock on
+			// the uncommitted row is still held, and the row was not committed).
+			ctx, cancel := context.WithTimeout(bg, 5*time.Second)
+			defer cancel()
+			mustNoErr(t, "InTx after the panic", s.InTx(ctx, func(ctx context.Context) error {
+				return s.CreateClient(ctx, newClient("intx-panicked"))
+			}))
+			return map[string]bool{"intx-panicked": true}
+		}},
+		{"InTx reports a failed commit", func(t *testing.T) map[string]bool {
+			ctx, cancel := context.WithCancel(bg)
+			err := s.InTx(ctx, func(ctx context.Context) error {
+				mustNoErr(t, "CreateClient", s.CreateClient(ctx, newClient("intx-commit-failed")))
+				// A cancelled context makes database/sql roll the transaction back, so the
+				// commit that follows fails.
+				cancel()
+				return nil
+			})
+			if err == nil {
+				t.Errorf("InTx whose commit failed: got no error, want the commit's error")
+			}
+			return map[string]bool{"intx-commit-failed": false}
+		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -18,7 +18,6 @@ func Run(t *testing.T, open func(t *testing.T) *storage.Store) {
 		{"MissingRows", testMissingRows},
 		{"UserEmailCaseInsensitive", testUserEmailCaseInsensitive},
 		{"UserEmailLookAlikesDistinct", testUserEmailLookAlikes},
-		{"UserUpdate", testUserUpdate},
 		{"TimeZonesStoredUTC", testTimeZones},
 		{"SessionExpiry", testSessionExpiry},
 		{"AuthRequestExpiryAndLogin", testAuthRequest},
