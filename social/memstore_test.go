@@ -14,11 +14,11 @@ import (
 // login reaches through publicauth (users by email and identity, sessions, links). Emails
 // are unique by publicauth.EmailKey, as the real store's unique index keeps them.
 //
-// Transactions are honest: BeginTX gives the context its own deep copy of the state (a
-// nested BeginTX a copy of its parent's); Commit hands the copy to the parent, or publishes
-// it, and Rollback drops it. Outermost transactions run one at a time (txMu).
+// Transactions are honest: InTx gives the context its own deep copy of the state (a nested
+// InTx a copy of its parent's); success hands the copy to the parent, or publishes it, and
+// an error or panic drops it. Outermost transactions run one at a time (txMu).
 type memStore struct {
-	txMu sync.Mutex // held from an outermost BeginTX to its Commit or Rollback
+	txMu sync.Mutex // held from an outermost begin to its commit or rollback
 
 	mu        sync.Mutex // guards committed
 	committed *memState
@@ -146,19 +146,35 @@ func (s *memStore) snapshot() *memState {
 	return s.committed
 }
 
-// BeginTX implements publicauth.Transactional.
-func (s *memStore) BeginTX(ctx context.Context) (context.Context, error) {
+// InTx implements publicauth.Transactional: fn's writes are kept only when it returns nil.
+func (s *memStore) InTx(ctx context.Context, fn func(ctx context.Context) error) (err error) {
+	tctx := s.begin(ctx)
+	defer func() {
+		if p := recover(); p != nil {
+			s.rollback(tctx)
+			panic(p)
+		}
+	}()
+	if err := fn(tctx); err != nil {
+		s.rollback(tctx)
+		return err
+	}
+	return s.commit(tctx)
+}
+
+// begin starts a transaction, nested in ctx's when it has one.
+func (s *memStore) begin(ctx context.Context) context.Context {
 	if parent, ok := ctx.Value(txKey{}).(*memTx); ok && !parent.done {
-		return context.WithValue(ctx, txKey{}, &memTx{state: parent.state.clone(), parent: parent}), nil
+		return context.WithValue(ctx, txKey{}, &memTx{state: parent.state.clone(), parent: parent})
 	}
 	s.txMu.Lock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return context.WithValue(ctx, txKey{}, &memTx{state: s.committed.clone()}), nil
+	return context.WithValue(ctx, txKey{}, &memTx{state: s.committed.clone()})
 }
 
-// Commit implements publicauth.Transactional.
-func (s *memStore) Commit(ctx context.Context) error {
+// commit keeps the transaction's writes: in its parent, or published.
+func (s *memStore) commit(ctx context.Context) error {
 	t, ok := ctx.Value(txKey{}).(*memTx)
 	if !ok || t.done {
 		return errors.New("memstore: commit without a transaction")
@@ -175,17 +191,16 @@ func (s *memStore) Commit(ctx context.Context) error {
 	return nil
 }
 
-// Rollback implements publicauth.Transactional; after Commit it does nothing.
-func (s *memStore) Rollback(ctx context.Context) error {
+// rollback drops the transaction's writes; after commit it does nothing.
+func (s *memStore) rollback(ctx context.Context) {
 	t, ok := ctx.Value(txKey{}).(*memTx)
 	if !ok || t.done {
-		return nil
+		return
 	}
 	t.done = true
 	if t.parent == nil {
 		s.txMu.Unlock()
 	}
-	return nil
 }
 
 // CreateUser implements publicauth.UserStore.
@@ -227,20 +242,6 @@ func (s *memStore) UserByEmail(ctx context.Context, email string) (*publicauth.U
 		return nil
 	})
 	return out, err
-}
-
-// UpdateUser implements publicauth.UserStore.
-func (s *memStore) UpdateUser(ctx context.Context, u *publicauth.User) error {
-	return s.do(ctx, func(st *memState) error {
-		if _, ok := st.users[u.ID]; !ok {
-			return publicauth.ErrUserNotFound
-		}
-		if other, taken := st.userByEmail(u.Email); taken && other.ID != u.ID {
-			return publicauth.ErrEmailTaken
-		}
-		st.users[u.ID] = copyUser(u)
-		return nil
-	})
 }
 
 // ChangeUser implements publicauth.UserStore.
