@@ -73,7 +73,7 @@ func (p *Provider) VerifyAccessToken(ctx context.Context, token string) (*Access
 	if !ok || p.expired(session, fosite.AccessToken) {
 		return nil, ErrInvalidToken
 	}
-	// The claims as issued; fosite's introspection has already checked the same signature.
+	// Parsed once more for its claims as issued: fosite's check above discards them.
 	parsed, err := p.keys.parse(token)
 	if err != nil {
 		return nil, ErrInvalidToken
