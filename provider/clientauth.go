@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/url"
-	"strings"
 
 	"github.com/ory/fosite"
 )
@@ -41,7 +40,7 @@ func singleClientAuthentication(authenticate fosite.ClientAuthenticationStrategy
 // WWW-Authenticate: Basic, as RFC 6749 §5.2 asks of an answer to HTTP Basic (and HTTP asks
 // of every 401). The realm is the issuer.
 func (p *Provider) basicChallenge(next http.HandlerFunc) http.HandlerFunc {
-	challenge := `Basic realm="` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(p.cfg.Issuer) + `"`
+	challenge := `Basic realm=` + quoted(p.cfg.Issuer)
 	return func(w http.ResponseWriter, r *http.Request) {
 		next(&challengeWriter{ResponseWriter: w, challenge: challenge}, r)
 	}

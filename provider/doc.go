@@ -23,6 +23,9 @@
 // limiter (memory, or Redis shared by replicas) backs every rate limit, including the limit
 // on failed client authentication at the token, revocation and introspection endpoints.
 //
+// An API in the same process checks access tokens with VerifyAccessToken, or guards its
+// routes with RequireScopes and reads the token back with AccessTokenFromContext.
+//
 // The admin methods (CreateClient, ClientByID, ListClients, DeleteClient, CreateUser,
 // UpdateUser, SetUserRequirePIN, SetUserDisabled, RotateKeys) are what the bundled CLI calls.
 package provider

@@ -3,6 +3,7 @@ package provider_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -118,7 +119,7 @@ func TestDatabaseOutage(t *testing.T) {
 	srv := httptest.NewServer(p)
 	t.Cleanup(srv.Close)
 
-	token := func() (int, string) {
+	token := func() (status int, code, accessToken string) {
 		resp, err := http.PostForm(srv.URL+"/api/oauth/token", url.Values{
 			"grant_type": {"client_credentials"}, "client_id": {"svc"}, "client_secret": {client.ClientSecret}})
 		if err != nil {
@@ -126,10 +127,11 @@ func TestDatabaseOutage(t *testing.T) {
 		}
 		defer resp.Body.Close()
 		var body struct {
-			Error string `json:"error"`
+			Error       string `json:"error"`
+			AccessToken string `json:"access_token"`
 		}
 		_ = json.NewDecoder(resp.Body).Decode(&body)
-		return resp.StatusCode, body.Error
+		return resp.StatusCode, body.Error, body.AccessToken
 	}
 	login := func() int {
 		resp, err := http.Post(srv.URL+"/api/public/login", "application/json", strings.NewReader(`{"email":"a@example.com","password":"whatever it is"}`))
@@ -140,12 +142,15 @@ func TestDatabaseOutage(t *testing.T) {
 		return resp.StatusCode
 	}
 
-	if status, _ := token(); status != http.StatusOK {
+	status, _, accessToken := token()
+	if status != http.StatusOK {
 		t.Fatalf("before the outage: got %d, want 200", status)
 	}
+	api := httptest.NewServer(p.RequireScopes()(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
+	t.Cleanup(api.Close)
 
 	proxy.setDown(true)
-	if status, code := token(); status != http.StatusServiceUnavailable || code != "temporarily_unavailable" {
+	if status, code, _ := token(); status != http.StatusServiceUnavailable || code != "temporarily_unavailable" {
 		t.Errorf("token during the outage: got %d %q, want 503 temporarily_unavailable", status, code)
 	}
 	if status := login(); status != http.StatusServiceUnavailable {
@@ -154,11 +159,28 @@ func TestDatabaseOutage(t *testing.T) {
 	if err := p.Ready(ctx); err == nil {
 		t.Error("Ready during the outage: got nil, want an error")
 	}
+	// A token whose revocation cannot be checked is neither accepted nor called invalid.
+	if _, err := p.VerifyAccessToken(ctx, accessToken); !errors.Is(err, provider.ErrUnavailable) || errors.Is(err, provider.ErrInvalidToken) {
+		t.Errorf("VerifyAccessToken during the outage: got %v, want ErrUnavailable", err)
+	}
+	req, err := http.NewRequest(http.MethodGet, api.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+accessToken)
+	if resp, err := http.DefaultClient.Do(req); err != nil {
+		t.Error(err)
+	} else {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+			t.Errorf("RequireScopes during the outage: got %d, Retry-After %q; want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+		}
+	}
 
 	proxy.setDown(false)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		status, _ := token()
+		status, _, _ := token()
 		if status == http.StatusOK {
 			break
 		}

@@ -31,20 +31,20 @@ var (
 	_ permissions.Directory = permissionSeams{}
 )
 
-// Validate checks bearer as an access token (see Provider.accessToken).
+// Validate checks bearer with Provider.VerifyAccessToken.
 func (s permissionSeams) Validate(ctx context.Context, bearer string) (permissions.TokenInfo, error) {
-	ar, session, err := s.p.accessToken(ctx, bearer)
-	if errors.Is(err, errInvalidBearer) {
+	at, err := s.p.VerifyAccessToken(ctx, bearer)
+	if errors.Is(err, ErrInvalidToken) {
 		return permissions.TokenInfo{}, permissions.ErrInvalidToken
 	}
 	if err != nil {
 		return permissions.TokenInfo{}, err
 	}
 	return permissions.TokenInfo{
-		Subject:   session.GetSubject(),
-		ClientID:  ar.GetClient().GetID(),
-		Scopes:    ar.GetGrantedScopes(),
-		UserBound: session.UserBound,
+		Subject:   at.Subject,
+		ClientID:  at.ClientID,
+		Scopes:    at.Scopes,
+		UserBound: at.UserBound,
 	}, nil
 }
 

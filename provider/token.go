@@ -1,14 +1,12 @@
 package provider
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"slices"
 
 	"github.com/ory/fosite"
 
-	"github.com/gatehouse-id/gatehouse/internal/bearer"
 	"github.com/gatehouse-id/gatehouse/internal/httpjson"
 )
 
@@ -82,32 +80,22 @@ func (p *Provider) revoke(w http.ResponseWriter, r *http.Request) {
 // token's scopes allow, read fresh from the user record.
 func (p *Provider) userinfo(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	token := bearer.FromRequest(r)
-	if token == "" {
-		bearerError(w, http.StatusUnauthorized, "invalid_request", "An access token is required.")
+	at, ok := p.bearerToken(w, r)
+	if !ok {
 		return
 	}
-	ar, session, err := p.accessToken(ctx, token)
-	if httpjson.Unavailable(err) {
-		bearerError(w, http.StatusServiceUnavailable, "temporarily_unavailable", "The database is unreachable; try again shortly.")
+	if !at.UserBound {
+		p.bearerError(w, http.StatusUnauthorized, "invalid_token", "The access token was not issued for a user.", "")
 		return
 	}
-	if err != nil {
-		bearerError(w, http.StatusUnauthorized, "invalid_token", "The access token is invalid, expired or revoked.")
-		return
-	}
-	if !session.UserBound {
-		bearerError(w, http.StatusUnauthorized, "invalid_token", "The access token was not issued for a user.")
-		return
-	}
-	scopes := ar.GetGrantedScopes()
+	scopes := fosite.Arguments(at.Scopes)
 	if !scopes.Has("openid") {
-		bearerError(w, http.StatusForbidden, "insufficient_scope", "The access token does not carry the openid scope.")
+		p.bearerError(w, http.StatusForbidden, "insufficient_scope", "The access token does not carry the openid scope.", "openid")
 		return
 	}
-	user, err := p.auth.UserByID(ctx, session.GetSubject())
+	user, err := p.auth.UserByID(ctx, at.Subject)
 	if err != nil {
-		bearerError(w, http.StatusUnauthorized, "invalid_token", "The user of this access token no longer exists.")
+		p.bearerError(w, http.StatusUnauthorized, "invalid_token", "The user of this access token no longer exists.", "")
 		return
 	}
 	claims := map[string]any{"sub": user.ID}
@@ -122,12 +110,6 @@ func (p *Provider) userinfo(w http.ResponseWriter, r *http.Request) {
 	httpjson.Write(w, http.StatusOK, claims)
 }
 
-// bearerError answers as RFC 6750 §3 describes: WWW-Authenticate plus the OAuth JSON shape.
-func bearerError(w http.ResponseWriter, status int, code, description string) {
-	w.Header().Set("WWW-Authenticate", `Bearer error="`+code+`", error_description="`+description+`"`)
-	httpjson.Write(w, status, map[string]string{"error": code, "error_description": description})
-}
-
 // logServerError logs a fosite error of status 500 or more with its hidden parts: the debug
 // text and the wrapped cause, which never reach the client.
 func (p *Provider) logServerError(r *http.Request, msg string, err error) {
@@ -140,30 +122,4 @@ func (p *Provider) logServerError(r *http.Request, msg string, err error) {
 		attrs = append(attrs, "cause", cause.Error())
 	}
 	p.log.ErrorContext(r.Context(), msg, attrs...)
-}
-
-// errInvalidBearer: the bearer token is not a valid access token.
-var errInvalidBearer = errors.New("invalid bearer access token")
-
-// accessToken checks bearer as an access token the way introspection does (by its stored
-// row, so a revoked token is refused, and by its signature and expiry), and also refuses a
-// token the provider's clock says has expired. A refresh token is no bearer token: fosite's
-// introspection falls back to refresh tokens, so the token's use is checked. It returns
-// errInvalidBearer for any refused token, and the store's error when the database fails.
-func (p *Provider) accessToken(ctx context.Context, bearer string) (fosite.Requester, *Session, error) {
-	if bearer == "" {
-		return nil, nil, errInvalidBearer
-	}
-	use, ar, err := p.oauth.IntrospectToken(ctx, bearer, fosite.AccessToken, newSession())
-	if httpjson.Unavailable(err) {
-		return nil, nil, err
-	}
-	if err != nil || use != fosite.AccessToken {
-		return nil, nil, errInvalidBearer
-	}
-	session, ok := sessionOf(ar)
-	if !ok || p.expired(session, fosite.AccessToken) {
-		return nil, nil, errInvalidBearer
-	}
-	return ar, session, nil
 }

@@ -1,0 +1,182 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ory/fosite"
+
+	"github.com/gatehouse-id/gatehouse/internal/bearer"
+	"github.com/gatehouse-id/gatehouse/internal/httpjson"
+)
+
+// The outcomes of VerifyAccessToken a caller must tell apart.
+var (
+	// ErrInvalidToken: the token is no valid access token of this provider. It is malformed,
+	// not signed by one of its keys, expired, revoked (by the revocation endpoint or by a
+	// credential change), unknown, or a refresh or ID token. Which one is not told, so a
+	// caller cannot probe tokens; answer 401 invalid_token (RFC 6750 §3.1).
+	ErrInvalidToken = errors.New("invalid access token")
+	// ErrUnavailable: the database could not be reached, so whether the token was revoked is
+	// unknown. The token is neither accepted nor refused; answer 503 with Retry-After. The
+	// store's error is wrapped as well.
+	ErrUnavailable = errors.New("token store unavailable")
+)
+
+// AccessToken is an access token VerifyAccessToken accepted.
+type AccessToken struct {
+	// Subject is the token's sub: the user's id for a user token, the client's id for a
+	// client_credentials token.
+	Subject string
+	// ClientID is the client the token was issued to.
+	ClientID string
+	// Scopes are the scopes granted with the token.
+	Scopes []string
+	// Audience is the token's aud: the audience granted with it, or else the client's id.
+	Audience []string
+	// IssuedAt is when the token was issued (its iat).
+	IssuedAt time.Time
+	// ExpiresAt is when the token expires; VerifyAccessToken refuses it from then on.
+	ExpiresAt time.Time
+	// UserBound is true for a token issued for a user (authorization_code or refresh_token
+	// grant) and false for a client_credentials token, which speaks for the client itself.
+	UserBound bool
+	// Claims are the JWT's claims as issued (iss, sub, aud, client_id, scope, exp, iat, jti,
+	// and auth_time for a user token); whole numbers such as exp are int64.
+	Claims map[string]any
+}
+
+// VerifyAccessToken checks token as an access token for an API in the same process: its
+// signature, its expiry (by the provider's clock) and, by its stored row, its revocation,
+// exactly as introspection does, so a revoked token is refused at once. It is the one check
+// behind the UserInfo endpoint, the permission routes and RequireScopes. A refused token is
+// ErrInvalidToken; an unreachable database is ErrUnavailable. Only bearer tokens are
+// verified: a DPoP-bound token will need the request that presents it, for its proof.
+func (p *Provider) VerifyAccessToken(ctx context.Context, token string) (*AccessToken, error) {
+	if token == "" {
+		return nil, ErrInvalidToken
+	}
+	use, ar, err := p.oauth.IntrospectToken(ctx, token, fosite.AccessToken, newSession())
+	if httpjson.Unavailable(err) {
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	// fosite's introspection falls back to refresh tokens, so the token's use is checked.
+	if err != nil || use != fosite.AccessToken {
+		return nil, ErrInvalidToken
+	}
+	session, ok := sessionOf(ar)
+	if !ok || p.expired(session, fosite.AccessToken) {
+		return nil, ErrInvalidToken
+	}
+	// Parsed once more for its claims as issued: fosite's check above discards them.
+	parsed, err := p.keys.parse(token)
+	if err != nil {
+		return nil, ErrInvalidToken
+	}
+	claims := map[string]any(parsed.Claims)
+	iat, _ := claims["iat"].(int64)
+	return &AccessToken{
+		Subject:   session.GetSubject(),
+		ClientID:  ar.GetClient().GetID(),
+		Scopes:    ar.GetGrantedScopes(),
+		Audience:  tokenAudience(ar),
+		IssuedAt:  time.Unix(iat, 0).UTC(),
+		ExpiresAt: session.GetExpiresAt(fosite.AccessToken).UTC(),
+		UserBound: session.UserBound,
+		Claims:    claims,
+	}, nil
+}
+
+// accessTokenKey is the request context key of the *AccessToken RequireScopes accepted.
+type accessTokenKey struct{}
+
+// AccessTokenFromContext returns the access token RequireScopes accepted for the request
+// whose context is ctx, and false outside such a request.
+func AccessTokenFromContext(ctx context.Context) (*AccessToken, bool) {
+	at, ok := ctx.Value(accessTokenKey{}).(*AccessToken)
+	return at, ok && at != nil
+}
+
+// RequireScopes returns middleware for an API in the same process. It reads the request's
+// RFC 6750 bearer token (the Authorization header, or access_token in a form-encoded POST
+// body), verifies it with VerifyAccessToken, requires every one of scopes, and passes the
+// request on with the token in its context (AccessTokenFromContext). Otherwise it answers
+// as RFC 6750 §3 describes, the issuer as realm: 401 without an error code when no token
+// was sent, 401 invalid_token for a refused token, 403 insufficient_scope naming the
+// required scopes, and 503 temporarily_unavailable with Retry-After when the database is
+// unreachable.
+func (p *Provider) RequireScopes(scopes ...string) func(http.Handler) http.Handler {
+	scopes = slices.Clone(scopes) // the caller's slice may change later
+	required := strings.Join(scopes, " ")
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			at, ok := p.bearerToken(w, r)
+			if !ok {
+				return
+			}
+			for _, s := range scopes {
+				if !fosite.Arguments(at.Scopes).Has(s) {
+					p.bearerError(w, http.StatusForbidden, "insufficient_scope", "The access token does not carry the required scopes.", required)
+					return
+				}
+			}
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), accessTokenKey{}, at)))
+		})
+	}
+}
+
+// bearerToken returns the access token r carries (internal/bearer), verified by
+// VerifyAccessToken, and true. Otherwise it has answered w as RFC 6750 §3 describes and
+// returns false.
+func (p *Provider) bearerToken(w http.ResponseWriter, r *http.Request) (*AccessToken, bool) {
+	token := bearer.FromRequest(r)
+	if token == "" {
+		p.bearerError(w, http.StatusUnauthorized, "", "An access token is required.", "")
+		return nil, false
+	}
+	at, err := p.VerifyAccessToken(r.Context(), token)
+	if errors.Is(err, ErrUnavailable) {
+		p.bearerError(w, http.StatusServiceUnavailable, "temporarily_unavailable", "The database is unreachable; try again shortly.", "")
+		return nil, false
+	}
+	if err != nil {
+		p.bearerError(w, http.StatusUnauthorized, "invalid_token", "The access token is invalid, expired or revoked.", "")
+		return nil, false
+	}
+	return at, true
+}
+
+// bearerError answers a request refused for its bearer token as RFC 6750 §3 describes: a
+// WWW-Authenticate challenge with the issuer as realm, and the OAuth JSON shape. Code ""
+// means no token was sent: the challenge then carries no error (§3.1) and the body says
+// invalid_request. scope, when set, names the scopes the resource requires. A 503 is no
+// challenge but an outage: it carries Retry-After instead.
+func (p *Provider) bearerError(w http.ResponseWriter, status int, code, description, scope string) {
+	body := map[string]string{"error": code, "error_description": description}
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "5")
+		httpjson.Write(w, status, body)
+		return
+	}
+	challenge := `Bearer realm=` + quoted(p.cfg.Issuer)
+	if code == "" {
+		body["error"] = "invalid_request"
+	} else {
+		challenge += `, error=` + quoted(code) + `, error_description=` + quoted(description)
+	}
+	if scope != "" {
+		challenge += `, scope=` + quoted(scope)
+	}
+	w.Header().Set("WWW-Authenticate", challenge)
+	httpjson.Write(w, status, body)
+}
+
+// quoted is s as an HTTP quoted-string (RFC 9110 §5.6.4).
+func quoted(s string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+}
