@@ -23,6 +23,8 @@
 // limiter (memory, or Redis shared by replicas) backs every rate limit, including the limit
 // on failed client authentication at the token, revocation and introspection endpoints.
 //
-// The admin methods (CreateClient, ClientByID, ListClients, DeleteClient, CreateUser,
-// UpdateUser, SetUserRequirePIN, SetUserDisabled, RotateKeys) are what the bundled CLI calls.
+// The admin methods (CreateClient, ClientByID, ListClients, UpdateClient,
+// RotateClientSecret, DeleteClient, CreateUser, UserByEmail, UpdateUser, SetUserRequirePIN,
+// DisableUser, DeleteUser, RotateKeys) are what the bundled CLI calls; their errors match
+// the sentinels ErrNotFound, ErrClientExists and ErrEmailTaken.
 package provider
