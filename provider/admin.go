@@ -30,7 +30,8 @@ var (
 	// ErrEmailTaken: CreateUser was given an email another user has, compared by
 	// publicauth.EmailKey (publicauth.ErrEmailTaken).
 	ErrEmailTaken = publicauth.ErrEmailTaken
-	// ErrPublicClient: RotateClientSecret named a public client, which has no secret.
+	// ErrPublicClient: a public client has no secret: RotateClientSecret named one, or
+	// CreateClient was given a secret for one.
 	ErrPublicClient = errors.New("a public client has no secret")
 )
 
@@ -228,7 +229,7 @@ func clientInfo(c *storage.Client) ClientInfo {
 	}
 }
 
-// ClientByID returns one client, or ErrClientNotFound.
+// ClientByID returns one client, or ErrClientNotFound (matching ErrNotFound).
 func (p *Provider) ClientByID(ctx context.Context, id string) (ClientInfo, error) {
 	c, err := p.store.ClientByID(ctx, id)
 	if err != nil {
