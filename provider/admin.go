@@ -15,37 +15,83 @@ import (
 	"github.com/gatehouse-id/gatehouse/storage"
 )
 
-// ErrClientNotFound: no client has that id.
-var ErrClientNotFound = errors.New("client not found")
+// Errors of the administration methods; match them with errors.Is.
+var (
+	// ErrNotFound: the client or user an administration method names does not exist. Every
+	// such error matches it as well as the specific ErrClientNotFound or ErrUserNotFound.
+	ErrNotFound = errors.New("not found")
+	// ErrClientNotFound: no client has that id. It matches ErrNotFound.
+	ErrClientNotFound = fmt.Errorf("client %w", ErrNotFound)
+	// ErrUserNotFound: no user has that id or email (publicauth.ErrUserNotFound). The
+	// errors the administration methods return for it match ErrNotFound too.
+	ErrUserNotFound = publicauth.ErrUserNotFound
+	// ErrClientExists: CreateClient was given the id of a registered client.
+	ErrClientExists = errors.New("client already exists")
+	// ErrEmailTaken: CreateUser was given an email another user has, compared by
+	// publicauth.EmailKey (publicauth.ErrEmailTaken).
+	ErrEmailTaken = publicauth.ErrEmailTaken
+	// ErrPublicClient: a public client has no secret: RotateClientSecret named one, or
+	// CreateClient was given a secret for one.
+	ErrPublicClient = errors.New("a public client has no secret")
+)
 
-// ErrClientExists: a client with that id is already registered.
-var ErrClientExists = errors.New("client already exists")
+// notFoundError is a domain's not-found error that also matches ErrNotFound.
+type notFoundError struct{ err error }
 
-// ClientSpec describes a client to register.
+func (e notFoundError) Error() string   { return e.err.Error() }
+func (e notFoundError) Unwrap() []error { return []error{e.err, ErrNotFound} }
+
+// userNotFound makes an error that matches publicauth.ErrUserNotFound match ErrNotFound too;
+// any other error is returned as it is.
+func userNotFound(err error) error {
+	if errors.Is(err, publicauth.ErrUserNotFound) {
+		return notFoundError{err}
+	}
+	return err
+}
+
+// clientNotFound maps storage.ErrNotFound to ErrClientNotFound; any other error is returned
+// as it is.
+func clientNotFound(err error) error {
+	if errors.Is(err, storage.ErrNotFound) {
+		return ErrClientNotFound
+	}
+	return err
+}
+
+// ClientSpec describes a client to register (CreateClient).
 type ClientSpec struct {
-	// ID is generated (a UUID) when empty.
+	// ID is optional: a generated UUID when empty.
 	ID string
-	// Secret is generated (256 random bits) when empty; public clients have none.
+	// Secret is optional for a confidential client: 256 random bits when empty. A public
+	// client must leave it empty.
 	Secret string
-	Name   string
-	// RedirectURIs must be absolute URIs without fragment; at least one for clients that use
-	// the authorization_code grant.
-	RedirectURIs           []string
+	// Name is optional (default empty): the display name on the consent page.
+	Name string
+	// RedirectURIs must be absolute URIs without fragment. Required (at least one) for a
+	// client with the authorization_code grant; otherwise optional (default none).
+	RedirectURIs []string
+	// PostLogoutRedirectURIs is optional (default none): where RP-initiated logout may
+	// return to; absolute URIs without fragment.
 	PostLogoutRedirectURIs []string
-	// Scopes defaults to "openid profile email offline_access".
+	// Scopes is optional: the scopes the client may ask for, by default "openid profile
+	// email offline_access".
 	Scopes []string
-	// GrantTypes defaults to authorization_code and refresh_token.
+	// GrantTypes is optional: by default authorization_code and refresh_token; also
+	// client_credentials (confidential clients only).
 	GrantTypes []string
-	// Public clients (SPAs, native apps) have no secret and rely on PKCE.
+	// Public is optional (default false, confidential). Public clients (SPAs, native apps)
+	// have no secret and rely on PKCE. Fixed at creation.
 	Public bool
-	// FirstParty clients skip the consent page.
+	// FirstParty is optional (default false): first-party clients skip the consent page.
 	FirstParty bool
-	// ResourceServer clients may introspect tokens issued to other clients when the token's
-	// audience (its `aud`: the audience granted with it, or else the id of the client it
-	// was issued to) contains this client's id. Any other client sees only its own tokens
-	// as active. A resource server must be confidential: introspection needs a secret.
+	// ResourceServer is optional (default false). Resource servers may introspect tokens
+	// issued to other clients when the token's audience (its `aud`: the audience granted
+	// with it, or else the id of the client it was issued to) contains this client's id.
+	// Any other client sees only its own tokens as active. A resource server must be
+	// confidential: introspection needs a secret.
 	ResourceServer bool
-	// IDTokenAlg is "RS256" (default) or "ES256".
+	// IDTokenAlg is optional: "RS256" (the default when empty) or "ES256".
 	IDTokenAlg string
 }
 
@@ -80,22 +126,13 @@ func (p *Provider) CreateClient(ctx context.Context, spec ClientSpec) (ClientInf
 	if c.ID == "" {
 		c.ID = uuid.NewString()
 	}
-	if len(c.Scopes) == 0 {
-		c.Scopes = []string{"openid", "profile", "email", "offline_access"}
-	}
-	if len(c.GrantTypes) == 0 {
-		c.GrantTypes = []string{"authorization_code", "refresh_token"}
-	}
-	if c.IDTokenAlg == "" {
-		c.IDTokenAlg = AlgRS256
-	}
-	if err := validateClient(c); err != nil {
+	if err := checkClient(c); err != nil {
 		return ClientInfo{}, err
 	}
 	secret := spec.Secret
 	if c.Public {
 		if secret != "" {
-			return ClientInfo{}, errors.New("a public client has no secret")
+			return ClientInfo{}, ErrPublicClient
 		}
 	} else {
 		if secret == "" {
@@ -104,7 +141,7 @@ func (p *Provider) CreateClient(ctx context.Context, spec ClientSpec) (ClientInf
 				return ClientInfo{}, err
 			}
 		}
-		c.SecretHash, _ = secretHasher{key: deriveKey(p.cfg.Secret, "client-secrets")}.Hash(ctx, []byte(secret))
+		c.SecretHash = p.hashClientSecret(ctx, secret)
 	}
 	c.CreatedAt = p.now().UTC()
 	c.UpdatedAt = c.CreatedAt
@@ -116,6 +153,28 @@ func (p *Provider) CreateClient(ctx context.Context, spec ClientSpec) (ClientInf
 	info := clientInfo(c)
 	info.ClientSecret = secret
 	return info, nil
+}
+
+// hashClientSecret is how a client secret is stored: its HMAC under a key derived from the
+// system secret (secretHasher), which the token endpoint compares.
+func (p *Provider) hashClientSecret(ctx context.Context, secret string) []byte {
+	hash, _ := secretHasher{key: deriveKey(p.cfg.Secret, "client-secrets")}.Hash(ctx, []byte(secret))
+	return hash
+}
+
+// checkClient fills the defaults of c's empty settings (scopes, grant types, ID token
+// algorithm) and validates it: the one check of CreateClient and UpdateClient.
+func checkClient(c *storage.Client) error {
+	if len(c.Scopes) == 0 {
+		c.Scopes = []string{"openid", "profile", "email", "offline_access"}
+	}
+	if len(c.GrantTypes) == 0 {
+		c.GrantTypes = []string{"authorization_code", "refresh_token"}
+	}
+	if c.IDTokenAlg == "" {
+		c.IDTokenAlg = AlgRS256
+	}
+	return validateClient(c)
 }
 
 func validateClient(c *storage.Client) error {
@@ -170,15 +229,98 @@ func clientInfo(c *storage.Client) ClientInfo {
 	}
 }
 
-// ClientByID returns one client, or ErrClientNotFound.
+// ClientByID returns one client, or ErrClientNotFound (matching ErrNotFound).
 func (p *Provider) ClientByID(ctx context.Context, id string) (ClientInfo, error) {
 	c, err := p.store.ClientByID(ctx, id)
-	if errors.Is(err, storage.ErrNotFound) {
-		return ClientInfo{}, ErrClientNotFound
-	} else if err != nil {
+	if err != nil {
+		return ClientInfo{}, clientNotFound(err)
+	}
+	return clientInfo(c), nil
+}
+
+// ClientUpdate is what UpdateClient changes on a client: each field that is not nil, so a
+// caller changes one setting without resending the others. Every field is optional (nil
+// keeps the stored value). A list set to an empty slice is written as empty, except that
+// empty Scopes or GrantTypes mean their defaults, as at creation (ClientSpec); an empty
+// IDTokenAlg means RS256. The client's id and whether it is public or confidential are
+// fixed at creation and cannot be changed: delete the client and create it again.
+type ClientUpdate struct {
+	// Name replaces the display name.
+	Name *string
+	// RedirectURIs replaces the redirect URIs. Unused authorization codes bound to a URI
+	// removed here stop working at once.
+	RedirectURIs *[]string
+	// PostLogoutRedirectURIs replaces the post-logout redirect URIs.
+	PostLogoutRedirectURIs *[]string
+	// Scopes replaces the scopes the client may ask for.
+	Scopes *[]string
+	// GrantTypes replaces the grant types.
+	GrantTypes *[]string
+	// FirstParty turns skipping the consent page on or off.
+	FirstParty *bool
+	// ResourceServer turns the resource-server role on or off (confidential clients only).
+	ResourceServer *bool
+	// IDTokenAlg replaces the ID token algorithm: "RS256" or "ES256".
+	IDTokenAlg *string
+}
+
+// UpdateClient applies up to the client with that id and returns it; the result is
+// validated by the same rules as CreateClient, with the same errors. ErrClientNotFound
+// (matching ErrNotFound) for an unknown id. Tokens already issued keep their scopes until a
+// refresh, which checks the new ones.
+func (p *Provider) UpdateClient(ctx context.Context, id string, up ClientUpdate) (ClientInfo, error) {
+	var c *storage.Client
+	err := p.store.InTx(ctx, func(ctx context.Context) error {
+		var err error
+		if c, err = p.store.ClientByID(ctx, id); err != nil {
+			return clientNotFound(err)
+		}
+		set(&c.Name, up.Name)
+		set(&c.RedirectURIs, up.RedirectURIs)
+		set(&c.PostLogoutRedirectURIs, up.PostLogoutRedirectURIs)
+		set(&c.Scopes, up.Scopes)
+		set(&c.GrantTypes, up.GrantTypes)
+		set(&c.FirstParty, up.FirstParty)
+		set(&c.ResourceServer, up.ResourceServer)
+		set(&c.IDTokenAlg, up.IDTokenAlg)
+		if err := checkClient(c); err != nil {
+			return err
+		}
+		return clientNotFound(p.store.UpdateClient(ctx, c))
+	})
+	if err != nil {
 		return ClientInfo{}, err
 	}
 	return clientInfo(c), nil
+}
+
+// set writes *v to *dst unless v is nil.
+func set[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+// RotateClientSecret gives the confidential client with that id a new secret of 256 random
+// bits and returns it, once: it is stored only as its keyed hash. The old secret stops
+// authenticating at once. ErrClientNotFound (matching ErrNotFound) for an unknown id,
+// ErrPublicClient for a public client.
+func (p *Provider) RotateClientSecret(ctx context.Context, id string) (string, error) {
+	c, err := p.store.ClientByID(ctx, id)
+	if err != nil {
+		return "", clientNotFound(err)
+	}
+	if c.Public {
+		return "", ErrPublicClient
+	}
+	secret, err := randomToken(p.random)
+	if err != nil {
+		return "", err
+	}
+	if err := p.store.SetClientSecretHash(ctx, id, p.hashClientSecret(ctx, secret)); err != nil {
+		return "", clientNotFound(err)
+	}
+	return secret, nil
 }
 
 // ListClients returns every client, oldest first.
@@ -194,25 +336,26 @@ func (p *Provider) ListClients(ctx context.Context) ([]ClientInfo, error) {
 	return out, nil
 }
 
-// DeleteClient removes a client with its codes, tokens and consents; ErrClientNotFound when
-// there is none.
+// DeleteClient removes a client with its codes, tokens and consents; ErrClientNotFound
+// (matching ErrNotFound) when there is none.
 func (p *Provider) DeleteClient(ctx context.Context, id string) error {
-	if err := p.store.DeleteClient(ctx, id); errors.Is(err, storage.ErrNotFound) {
-		return ErrClientNotFound
-	} else if err != nil {
-		return err
-	}
-	return nil
+	return clientNotFound(p.store.DeleteClient(ctx, id))
 }
 
-// UserSpec describes a user the admin CLI creates.
+// UserSpec describes a user to create (CreateUser).
 type UserSpec struct {
-	Email, Password, Name string
-	// Role is "user" (default) or "admin".
+	// Email is required: a bare address, unique by publicauth.EmailKey (else ErrEmailTaken).
+	Email string
+	// Password is required and must pass the password rule.
+	Password string
+	// Name is optional: the display name, by default the email's local part (the text
+	// before its "@").
+	Name string
+	// Role is optional: "user" (the default when empty) or "admin".
 	Role string
-	// Verified marks the email as verified.
+	// Verified is optional (default false): it marks the email as verified.
 	Verified bool
-	// RequirePIN turns the PIN gate on for the user.
+	// RequirePIN is optional (default false): it turns the PIN gate on for the user.
 	RequirePIN bool
 }
 
@@ -237,10 +380,8 @@ func userInfo(u *publicauth.User) UserInfo {
 	}
 }
 
-// ErrUserNotFound: no user has that id or email.
-var ErrUserNotFound = publicauth.ErrUserNotFound
-
-// CreateUser creates a user with a password (the password rules apply).
+// CreateUser creates a user with a password (the password rules apply); ErrEmailTaken when
+// another user has the email.
 func (p *Provider) CreateUser(ctx context.Context, spec UserSpec) (UserInfo, error) {
 	u, err := p.auth.CreateUser(ctx, publicauth.UserInput{
 		Email: spec.Email, Password: spec.Password, Name: spec.Name, Role: spec.Role, Verified: spec.Verified,
@@ -252,20 +393,57 @@ func (p *Provider) CreateUser(ctx context.Context, spec UserSpec) (UserInfo, err
 	return userInfo(u), nil
 }
 
+// UserByEmail returns the user whose email has the same publicauth.EmailKey as email (case
+// and an IDNA domain's forms do not matter); ErrUserNotFound (matching ErrNotFound) when
+// none has.
+func (p *Provider) UserByEmail(ctx context.Context, email string) (UserInfo, error) {
+	u, err := p.store.UserByEmail(ctx, email)
+	if err != nil {
+		return UserInfo{}, userNotFound(err)
+	}
+	return userInfo(u), nil
+}
+
 // SetUserRequirePIN turns the PIN gate of an existing user on or off. user is the user's
-// id or email address; ErrUserNotFound when neither names a user.
+// id or email address; ErrUserNotFound (matching ErrNotFound) when neither names a user.
 func (p *Provider) SetUserRequirePIN(ctx context.Context, user string, on bool) (UserInfo, error) {
 	return p.UpdateUser(ctx, user, UserUpdate{RequirePIN: &on})
 }
 
-// SetUserDisabled disables an existing user (disabled true) or enables it again; see
-// UserUpdate.Disabled. user is the user's id or email address; ErrUserNotFound when
-// neither names a user.
-func (p *Provider) SetUserDisabled(ctx context.Context, user string, disabled bool) (UserInfo, error) {
+// DisableUser disables an existing user: it can no longer log in, and its sessions, access
+// tokens, refresh tokens and consents are revoked with the change (UserUpdate.Disabled).
+// UpdateUser with Disabled false enables it again. user is the user's id or email address;
+// ErrUserNotFound (matching ErrNotFound) when neither names a user.
+func (p *Provider) DisableUser(ctx context.Context, user string) (UserInfo, error) {
+	disabled := true
 	return p.UpdateUser(ctx, user, UserUpdate{Disabled: &disabled})
 }
 
-// UserUpdate is what UpdateUser changes on a user: each field that is not nil.
+// DeleteUser deletes an existing user and, in one transaction, everything of theirs: access
+// and refresh tokens and unused codes issued to them (refused at once by introspection,
+// userinfo and the token endpoint), consents, sessions, PIN challenges, one-time links,
+// linked social identities and permission records. The permission audit log keeps its
+// entries. The email address is free to register again. user is the user's id or email
+// address; ErrUserNotFound (matching ErrNotFound) when neither names a user.
+func (p *Provider) DeleteUser(ctx context.Context, user string) error {
+	u, err := p.userByIDOrEmail(ctx, user)
+	if err != nil {
+		return err
+	}
+	return userNotFound(p.auth.DeleteUser(ctx, u.ID))
+}
+
+// userByIDOrEmail returns the user with the id user, or else with the email user.
+func (p *Provider) userByIDOrEmail(ctx context.Context, user string) (*publicauth.User, error) {
+	u, err := p.store.UserByID(ctx, user)
+	if errors.Is(err, publicauth.ErrUserNotFound) {
+		u, err = p.store.UserByEmail(ctx, user)
+	}
+	return u, userNotFound(err)
+}
+
+// UserUpdate is what UpdateUser changes on a user: each field that is not nil. Every field
+// is optional (nil keeps the stored value).
 type UserUpdate struct {
 	// RequirePIN turns the user's PIN gate on or off.
 	RequirePIN *bool
@@ -276,12 +454,10 @@ type UserUpdate struct {
 }
 
 // UpdateUser applies up to the user that user names by id or email address, in one
-// transaction, and returns the user; ErrUserNotFound when neither names a user.
+// transaction, and returns the user; ErrUserNotFound (matching ErrNotFound) when neither
+// names a user.
 func (p *Provider) UpdateUser(ctx context.Context, user string, up UserUpdate) (UserInfo, error) {
-	u, err := p.store.UserByID(ctx, user)
-	if errors.Is(err, publicauth.ErrUserNotFound) {
-		u, err = p.store.UserByEmail(ctx, user)
-	}
+	u, err := p.userByIDOrEmail(ctx, user)
 	if err != nil {
 		return UserInfo{}, err
 	}
@@ -294,7 +470,7 @@ func (p *Provider) UpdateUser(ctx context.Context, user string, up UserUpdate) (
 		change.Status = &status
 	}
 	if u, err = p.auth.ChangeAccount(ctx, u.ID, change); err != nil {
-		return UserInfo{}, err
+		return UserInfo{}, userNotFound(err)
 	}
 	return userInfo(u), nil
 }

@@ -26,6 +26,8 @@
 // An API in the same process checks access tokens with VerifyAccessToken, or guards its
 // routes with RequireScopes and reads the token back with AccessTokenFromContext.
 //
-// The admin methods (CreateClient, ClientByID, ListClients, DeleteClient, CreateUser,
-// UpdateUser, SetUserRequirePIN, SetUserDisabled, RotateKeys) are what the bundled CLI calls.
+// The admin methods (CreateClient, ClientByID, ListClients, UpdateClient,
+// RotateClientSecret, DeleteClient, CreateUser, UserByEmail, UpdateUser, SetUserRequirePIN,
+// DisableUser, DeleteUser, RotateKeys) are what the bundled CLI calls; their errors match
+// the sentinels ErrNotFound, ErrClientExists and ErrEmailTaken.
 package provider

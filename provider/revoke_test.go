@@ -179,12 +179,21 @@ func TestCredentialChangesRevokeGrants(t *testing.T) {
 			},
 		},
 		{
-			name:    "an operator disables the user (provider.SetUserDisabled)",
+			name:    "an operator disables the user (provider.DisableUser)",
 			account: func(t *testing.T, e *revokeEnv) (string, *browser) { return e.passwordUser(t, email) },
 			change: func(t *testing.T, e *revokeEnv, _ *browser) {
-				u, err := e.p.SetUserDisabled(context.Background(), email, true)
+				u, err := e.p.DisableUser(context.Background(), email)
 				if err != nil || u.Status != publicauth.StatusDisabled {
-					t.Fatalf("SetUserDisabled: %+v, %v; want a disabled user", u, err)
+					t.Fatalf("DisableUser: %+v, %v; want a disabled user", u, err)
+				}
+			},
+		},
+		{
+			name:    "an operator deletes the user (provider.DeleteUser)",
+			account: func(t *testing.T, e *revokeEnv) (string, *browser) { return e.passwordUser(t, email) },
+			change: func(t *testing.T, e *revokeEnv, _ *browser) {
+				if err := e.p.DeleteUser(context.Background(), email); err != nil {
+					t.Fatalf("DeleteUser: %v", err)
 				}
 			},
 		},

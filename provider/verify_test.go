@@ -81,7 +81,7 @@ func TestVerifyAccessToken(t *testing.T) {
 			{"user disabled since", func(t *testing.T) string {
 				carol := e.user(t, "carol@example.com", "Carol Example")
 				tok := userToken(t, carol.Email).AccessToken
-				if _, err := e.p.SetUserDisabled(ctx, carol.ID, true); err != nil {
+				if _, err := e.p.DisableUser(ctx, carol.ID); err != nil {
 					t.Fatal(err)
 				}
 				return tok

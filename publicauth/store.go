@@ -20,6 +20,11 @@ type UserStore interface {
 	// such user. Writing only those columns keeps concurrent changes of other fields (a PIN
 	// switch during a password reset) from undoing each other.
 	ChangeUser(ctx context.Context, id string, c UserChange) (*User, error)
+	// DeleteUser deletes the user with that id and, in one transaction, everything of
+	// theirs: tokens, refresh tokens and unused codes issued to them, consents, sessions,
+	// PIN challenges, one-time tokens, linked identities and permission records. It returns
+	// ErrUserNotFound when there is no such user.
+	DeleteUser(ctx context.Context, id string) error
 }
 
 // UserChange is the fields of a user that ChangeUser writes: each one that is not nil.

@@ -4,20 +4,25 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/google/uuid"
 )
 
 // UserInput is an account to create with Service.CreateUser.
 type UserInput struct {
-	Email    string
+	// Email is required: a bare address, unique by EmailKey.
+	Email string
+	// Password is required and must pass the password rule.
 	Password string
-	Name     string
-	// Role is RoleUser (the default when empty) or RoleAdmin.
+	// Name is optional for CreateUser (default: the email's local part); Register
+	// requires it.
+	Name string
+	// Role is optional: RoleUser (the default when empty) or RoleAdmin.
 	Role string
-	// Verified marks the email address as already verified.
+	// Verified is optional (default false): it marks the email address as already verified.
 	Verified bool
-	// RequirePIN turns the PIN gate on for the account.
+	// RequirePIN is optional (default false): it turns the PIN gate on for the account.
 	RequirePIN bool
 }
 
@@ -133,10 +138,28 @@ func (s *Service) addPassword(ctx context.Context, u *User, hash string) error {
 }
 
 // CreateUser creates an account with the given role and verification state, for operators
-// (the admin CLI). It validates like Register, refuses a role other than RoleUser or
-// RoleAdmin with an *InputError, and returns ErrEmailTaken for an email already in use.
+// (the admin CLI). It validates like Register, except that an empty name defaults to the
+// email's local part (the text before its last "@"); it refuses a role other than RoleUser
+// or RoleAdmin with an *InputError, and returns ErrEmailTaken for an email already in use.
 func (s *Service) CreateUser(ctx context.Context, in UserInput) (*User, error) {
+	if strings.TrimSpace(in.Name) == "" {
+		if email, err := normalizeEmail(in.Email); err == nil {
+			in.Name = email[:strings.LastIndex(email, "@")]
+		}
+	}
 	return s.createUser(ctx, in)
+}
+
+// DeleteUser deletes the account with that id and revokes everything of it in one
+// transaction (UserStore.DeleteUser): its tokens stop working at once, its sessions end,
+// and its email address is free to register again. ErrUserNotFound for no such user.
+func (s *Service) DeleteUser(ctx context.Context, userID string) error {
+	return s.store.InTx(ctx, func(ctx context.Context) error {
+		if err := s.store.DeleteUser(ctx, userID); err != nil {
+			return fmt.Errorf("publicauth: delete user: %w", err)
+		}
+		return nil
+	})
 }
 
 func (s *Service) createUser(ctx context.Context, in UserInput) (*User, error) {

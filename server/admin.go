@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -42,6 +43,21 @@ func (c *cli) withProvider(ctx context.Context, a *adminFlags, f func(*provider.
 		err = cerr
 	}
 	return err
+}
+
+// printFound opens the provider, runs call on it and prints its result as JSON; an error
+// matching provider.ErrNotFound is reported as notFound.
+func printFound[T any](ctx context.Context, c *cli, a *adminFlags, notFound string, call func(*provider.Provider) (T, error)) error {
+	return c.withProvider(ctx, a, func(p *provider.Provider) error {
+		v, err := call(p)
+		if errors.Is(err, provider.ErrNotFound) {
+			return errors.New(notFound)
+		}
+		if err != nil {
+			return err
+		}
+		return c.printJSON(v)
+	})
 }
 
 func (c *cli) migrate(ctx context.Context, args []string) int {
@@ -86,12 +102,10 @@ func (c *cli) clientCreate(ctx context.Context, args []string) int {
 	cmd.str(&spec.IDTokenAlg, "id-token-alg", "RS256|ES256", "", "ID token signing algorithm (default RS256)")
 	a := addAdminFlags(cmd)
 	return c.execute(ctx, cmd, args, func(ctx context.Context) error {
-		for _, s := range scopes {
-			spec.Scopes = append(spec.Scopes, strings.Fields(s)...)
-		}
-		spec.IDTokenAlg = strings.ToUpper(spec.IDTokenAlg) // as --access-token-alg: es256 is ES256
-		if spec.IDTokenAlg != "" && spec.IDTokenAlg != provider.AlgRS256 && spec.IDTokenAlg != provider.AlgES256 {
-			return usageError("--id-token-alg must be RS256 or ES256")
+		spec.Scopes = splitScopes(scopes)
+		var err error
+		if spec.IDTokenAlg, err = idTokenAlg(spec.IDTokenAlg); err != nil {
+			return err
 		}
 		if spec.Public && spec.Secret != "" {
 			return usageError("a --public client has no --client-secret")
@@ -102,6 +116,119 @@ func (c *cli) clientCreate(ctx context.Context, args []string) int {
 				return err
 			}
 			return c.printJSON(info)
+		})
+	})
+}
+
+// splitScopes splits each value of --scope, a space-separated list, into scopes.
+func splitScopes(values []string) []string {
+	var scopes []string
+	for _, v := range values {
+		scopes = append(scopes, strings.Fields(v)...)
+	}
+	return scopes
+}
+
+// idTokenAlg checks the value of --id-token-alg, in any case (as --access-token-alg: es256
+// is ES256); empty stays empty.
+func idTokenAlg(v string) (string, error) {
+	v = strings.ToUpper(v)
+	if v != "" && v != provider.AlgRS256 && v != provider.AlgES256 {
+		return "", usageError("--id-token-alg must be RS256 or ES256")
+	}
+	return v, nil
+}
+
+// optionalBool parses the value of a true|false flag: nil when it was not given.
+func optionalBool(name, value string) (*bool, error) {
+	if value == "" {
+		return nil, nil
+	}
+	on, err := strconv.ParseBool(value)
+	if err != nil {
+		return nil, usageError("--%s must be true or false", name)
+	}
+	return &on, nil
+}
+
+func (c *cli) clientUpdate(ctx context.Context, args []string) int {
+	cmd := newCommand("client update", "gatehouse client update --id ID [flags]",
+		"Changes the settings given of an existing client, keeps the others, and prints it as\n"+
+			"JSON (never its secret). A list flag given replaces the whole list; given only with an\n"+
+			"empty value (--post-logout-redirect-uri=) it empties it. Removing a redirect URI\n"+
+			"revokes the unused authorization codes issued for it. A client stays public or\n"+
+			"confidential: delete it and create it again to change that.")
+	var id, name, alg, firstParty, resourceServer string
+	var redirectURIs, postLogoutURIs, scopes, grantTypes []string
+	cmd.str(&id, "id", "ID", "", "client id (required)")
+	cmd.str(&name, "name", "NAME", "", "display name, shown on the consent page")
+	cmd.listVar(&redirectURIs, "redirect-uri", "URI", "allowed redirect URI, replacing the list")
+	cmd.listVar(&postLogoutURIs, "post-logout-redirect-uri", "URI", "allowed post-logout redirect URI, replacing the list")
+	cmd.listVar(&scopes, "scope", "SCOPES", `allowed scopes, space-separated, replacing the list (empty: the default)`)
+	cmd.listVar(&grantTypes, "grant-type", "TYPE", "allowed grant type, replacing the list (empty: the default)")
+	cmd.str(&firstParty, "first-party", "true|false", "", "skip the consent page")
+	cmd.str(&resourceServer, "resource-server", "true|false", "", "may introspect tokens whose audience contains its client id")
+	cmd.str(&alg, "id-token-alg", "RS256|ES256", "", "ID token signing algorithm")
+	a := addAdminFlags(cmd)
+	return c.execute(ctx, cmd, args, func(ctx context.Context) error {
+		if id == "" {
+			return usageError("--id is required")
+		}
+		var up provider.ClientUpdate
+		if cmd.given("name") {
+			up.Name = &name
+		}
+		for _, l := range []struct {
+			flag   string
+			values []string
+			dst    **[]string
+		}{
+			{"redirect-uri", redirectURIs, &up.RedirectURIs},
+			{"post-logout-redirect-uri", postLogoutURIs, &up.PostLogoutRedirectURIs},
+			{"scope", splitScopes(scopes), &up.Scopes},
+			{"grant-type", grantTypes, &up.GrantTypes},
+		} {
+			if cmd.given(l.flag) {
+				list := slices.DeleteFunc(l.values, func(v string) bool { return v == "" })
+				*l.dst = &list
+			}
+		}
+		var err error
+		if up.FirstParty, err = optionalBool("first-party", firstParty); err != nil {
+			return err
+		}
+		if up.ResourceServer, err = optionalBool("resource-server", resourceServer); err != nil {
+			return err
+		}
+		if cmd.given("id-token-alg") {
+			if alg, err = idTokenAlg(alg); err != nil {
+				return err
+			}
+			up.IDTokenAlg = &alg
+		}
+		if up == (provider.ClientUpdate{}) {
+			return usageError("give at least one setting to change")
+		}
+		return printFound(ctx, c, a, fmt.Sprintf("no client with id %q", id), func(p *provider.Provider) (provider.ClientInfo, error) {
+			return p.UpdateClient(ctx, id, up)
+		})
+	})
+}
+
+func (c *cli) clientRotateSecret(ctx context.Context, args []string) int {
+	cmd := newCommand("client rotate-secret", "gatehouse client rotate-secret --id ID [flags]",
+		"Gives a confidential client a new secret of 256 random bits and prints it as JSON, this\n"+
+			"once (it is stored only as a keyed hash): keep it. The old secret stops working at once.")
+	var id string
+	cmd.str(&id, "id", "ID", "", "client id (required)")
+	a := addAdminFlags(cmd)
+	return c.execute(ctx, cmd, args, func(ctx context.Context) error {
+		if id == "" {
+			return usageError("--id is required")
+		}
+		return printFound(ctx, c, a, fmt.Sprintf("no client with id %q", id), func(p *provider.Provider) (map[string]string, error) {
+			secret, err := p.RotateClientSecret(ctx, id)
+			return map[string]string{"client_id": id, "client_secret": secret}, err
 		})
 	})
 }
@@ -134,15 +261,8 @@ func (c *cli) clientDelete(ctx context.Context, args []string) int {
 		if id == "" {
 			return usageError("--id is required")
 		}
-		return c.withProvider(ctx, a, func(p *provider.Provider) error {
-			err := p.DeleteClient(ctx, id)
-			if errors.Is(err, provider.ErrClientNotFound) {
-				return fmt.Errorf("no client with id %q", id)
-			}
-			if err != nil {
-				return err
-			}
-			return c.printJSON(map[string]any{"client_id": id, "deleted": true})
+		return printFound(ctx, c, a, fmt.Sprintf("no client with id %q", id), func(p *provider.Provider) (map[string]any, error) {
+			return map[string]any{"client_id": id, "deleted": true}, p.DeleteClient(ctx, id)
 		})
 	})
 }
@@ -153,7 +273,7 @@ func (c *cli) userCreate(ctx context.Context, args []string) int {
 	var spec provider.UserSpec
 	cmd.str(&spec.Email, "email", "EMAIL", "", "email address (required)")
 	cmd.secretVar(&spec.Password, "password", "PASSWORD", "", "password (required, or --password-file)")
-	cmd.str(&spec.Name, "name", "NAME", "", "display name")
+	cmd.str(&spec.Name, "name", "NAME", "", "display name (default: the email's local part)")
 	cmd.str(&spec.Role, "role", "user|admin", "user", "role")
 	cmd.flag(&spec.Verified, "verified", "mark the email address as verified")
 	cmd.flag(&spec.RequirePIN, "require-pin", "ask this user for a PIN sent by mail after each password or magic-link login")
@@ -194,28 +314,33 @@ func (c *cli) userUpdate(ctx context.Context, args []string) int {
 			return usageError("--require-pin or --disabled is required")
 		}
 		var up provider.UserUpdate
-		for _, f := range []struct {
-			name, value string
-			dst         **bool
-		}{{"require-pin", requirePIN, &up.RequirePIN}, {"disabled", disabled, &up.Disabled}} {
-			if f.value == "" {
-				continue
-			}
-			on, err := strconv.ParseBool(f.value)
-			if err != nil {
-				return usageError("--%s must be true or false", f.name)
-			}
-			*f.dst = &on
+		var err error
+		if up.RequirePIN, err = optionalBool("require-pin", requirePIN); err != nil {
+			return err
 		}
-		return c.withProvider(ctx, a, func(p *provider.Provider) error {
-			u, err := p.UpdateUser(ctx, user, up)
-			if errors.Is(err, provider.ErrUserNotFound) {
-				return fmt.Errorf("no user with id or email %q", user)
-			}
-			if err != nil {
-				return err
-			}
-			return c.printJSON(u)
+		if up.Disabled, err = optionalBool("disabled", disabled); err != nil {
+			return err
+		}
+		return printFound(ctx, c, a, fmt.Sprintf("no user with id or email %q", user), func(p *provider.Provider) (provider.UserInfo, error) {
+			return p.UpdateUser(ctx, user, up)
+		})
+	})
+}
+
+func (c *cli) userDelete(ctx context.Context, args []string) int {
+	cmd := newCommand("user delete", "gatehouse user delete --user ID|EMAIL [flags]",
+		"Deletes a user and, in one transaction, everything of theirs: tokens, refresh tokens\n"+
+			"and codes (refused at once), consents, sessions, PIN challenges, mailed links,\n"+
+			"linked social accounts and permission records. The email address can register again.")
+	var user string
+	cmd.str(&user, "user", "ID|EMAIL", "", "the user's id or email address (required)")
+	a := addAdminFlags(cmd)
+	return c.execute(ctx, cmd, args, func(ctx context.Context) error {
+		if user == "" {
+			return usageError("--user is required")
+		}
+		return printFound(ctx, c, a, fmt.Sprintf("no user with id or email %q", user), func(p *provider.Provider) (map[string]any, error) {
+			return map[string]any{"user": user, "deleted": true}, p.DeleteUser(ctx, user)
 		})
 	})
 }

@@ -106,6 +106,45 @@ func testAdminCommands(t *testing.T, dsn string, env map[string]string) {
 		}
 	}
 
+	// client update changes only the settings given; a list flag with an empty value empties it.
+	var changed clientJSON
+	decodeJSON(t, mustRun(t, env, "client", "update", "--id", "my-app", "--name", "Renamed", "--first-party=false",
+		"--post-logout-redirect-uri=", "--scope", "openid profile", "--id-token-alg", "rs256"), &changed)
+	if changed.Name != "Renamed" || changed.FirstParty || len(changed.PostLogoutRedirectURIs) != 0 ||
+		!slices.Equal(changed.Scopes, []string{"openid", "profile"}) || changed.IDTokenAlg != "RS256" || changed.ClientSecret != nil {
+		t.Errorf("client update: got %+v, want the new name, scopes and algorithm, no post-logout URIs, not first-party, no secret", changed)
+	}
+	if !slices.Equal(changed.RedirectURIs, conf.RedirectURIs) || !changed.ResourceServer || !slices.Equal(changed.GrantTypes, conf.GrantTypes) {
+		t.Errorf("client update: got %+v, want the settings not given kept", changed)
+	}
+	for _, tc := range []struct {
+		args    []string
+		code    int
+		mention string
+	}{
+		{[]string{"client", "update", "--id", "my-app", "--redirect-uri", "/relative"}, 1, "/relative"},
+		{[]string{"client", "update", "--id", "nope", "--name", "x"}, 1, "nope"},
+		{[]string{"client", "update", "--id", "my-app"}, 2, "at least one setting"},
+		{[]string{"client", "update", "--name", "x"}, 2, "--id"},
+		{[]string{"client", "update", "--id", "my-app", "--first-party", "maybe"}, 2, "--first-party"},
+		{[]string{"client", "rotate-secret", "--id", pub.ClientID}, 1, "public client"},
+		{[]string{"client", "rotate-secret", "--id", "nope"}, 1, "nope"},
+		{[]string{"client", "rotate-secret"}, 2, "--id"},
+	} {
+		code, stdout, stderr := runMain(t, env, tc.args...)
+		if code != tc.code || stdout != "" || !strings.Contains(stderr, tc.mention) {
+			t.Errorf("%s: got exit %d, stdout %q, stderr %q; want %d and a message with %q",
+				strings.Join(tc.args, " "), code, stdout, stderr, tc.code, tc.mention)
+		}
+	}
+
+	// client rotate-secret prints a new secret, once.
+	var rotated map[string]string
+	decodeJSON(t, mustRun(t, env, "client", "rotate-secret", "--id", "my-app"), &rotated)
+	if rotated["client_id"] != "my-app" || len(rotated["client_secret"]) < 43 || rotated["client_secret"] == *conf.ClientSecret {
+		t.Errorf("client rotate-secret: got %v, want my-app with a new 256-bit secret", rotated)
+	}
+
 	var deleted map[string]any
 	decodeJSON(t, mustRun(t, env, "client", "delete", "--id", "my-app"), &deleted)
 	if deleted["client_id"] != "my-app" || deleted["deleted"] != true {
@@ -181,6 +220,20 @@ func testAdminCommands(t *testing.T, dsn string, env map[string]string) {
 	if code != 1 || stdout != "" || !strings.Contains(stderr, "nobody@example.com") {
 		t.Errorf("updating a missing user: got exit %d, stdout %q, stderr %q; want 1 and a message naming it", code, stdout, stderr)
 	}
+
+	// user delete by email; then the user is gone and its address free.
+	decodeJSON(t, mustRun(t, env, "user", "delete", "--user", "PIN@example.com"), &deleted)
+	if deleted["user"] != "PIN@example.com" || deleted["deleted"] != true {
+		t.Errorf("user delete: got %v", deleted)
+	}
+	code, stdout, stderr = runMain(t, env, "user", "delete", "--user", pinUser["id"].(string))
+	if code != 1 || stdout != "" || !strings.Contains(stderr, pinUser["id"].(string)) {
+		t.Errorf("deleting a missing user: got exit %d, stdout %q, stderr %q; want 1 and a message naming it", code, stdout, stderr)
+	}
+	if code, _, stderr := runMain(t, env, "user", "delete"); code != 2 || !strings.Contains(stderr, "--user") {
+		t.Errorf("user delete without --user: got exit %d, stderr %q; want 2 and a usage message", code, stderr)
+	}
+	mustRun(t, env, "user", "create", "--email", "pin@example.com", "--password", "correct horse battery staple")
 
 	var keys []map[string]any
 	decodeJSON(t, mustRun(t, env, "keys", "rotate"), &keys)

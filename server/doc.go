@@ -16,8 +16,9 @@
 //
 //	serve                         run the provider over HTTP
 //	migrate                       apply pending database migrations
-//	client create|list|delete     manage OAuth clients
-//	user create                   create a user
+//	client create|list|update|rotate-secret|delete
+//	                              manage OAuth clients
+//	user create|update|delete     manage users
 //	keys rotate                   add a new signing key of each algorithm
 //
 // Settings are read from a flag, else from its GATEHOUSE_* variable, else from the default.

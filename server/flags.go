@@ -278,6 +278,13 @@ func (c *command) str(p *string, name, arg, def, help string) {
 	c.docs = append(c.docs, flagDoc{name: name, arg: arg, help: help, def: def})
 }
 
+// given reports whether the flag name was on the command line (parse has run).
+func (c *command) given(name string) bool {
+	found := false
+	c.fs.Visit(func(f *flag.Flag) { found = found || f.Name == name })
+	return found
+}
+
 // flag registers a boolean flag that has no variable.
 func (c *command) flag(p *bool, name, help string) {
 	c.fs.BoolVar(p, name, false, help)

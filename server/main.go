@@ -46,9 +46,12 @@ func subcommands() []subcommand {
 		{"migrate", "apply pending database migrations", (*cli).migrate},
 		{"client create", "register an OAuth client; print it, with its secret, as JSON", (*cli).clientCreate},
 		{"client list", "print every client as JSON", (*cli).clientList},
+		{"client update", "change a client's settings; print it as JSON", (*cli).clientUpdate},
+		{"client rotate-secret", "give a client a new secret; print it as JSON, once", (*cli).clientRotateSecret},
 		{"client delete", "delete a client", (*cli).clientDelete},
 		{"user create", "create a user; print it as JSON", (*cli).userCreate},
-		{"user update", "change a user (the PIN gate); print it as JSON", (*cli).userUpdate},
+		{"user update", "change a user (the PIN gate, disabled); print it as JSON", (*cli).userUpdate},
+		{"user delete", "delete a user with everything of theirs", (*cli).userDelete},
 		{"keys rotate", "add a new RS256 and ES256 signing key; print the key set as JSON", (*cli).keysRotate},
 	}
 }

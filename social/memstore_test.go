@@ -3,6 +3,7 @@ package social_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -269,6 +270,22 @@ func (s *memStore) ChangeUser(ctx context.Context, id string, c publicauth.UserC
 		return nil
 	})
 	return out, err
+}
+
+// DeleteUser implements publicauth.UserStore: the user goes with what refers to it, as the
+// foreign keys of package storage cascade.
+func (s *memStore) DeleteUser(ctx context.Context, id string) error {
+	return s.do(ctx, func(st *memState) error {
+		if _, ok := st.users[id]; !ok {
+			return publicauth.ErrUserNotFound
+		}
+		delete(st.users, id)
+		maps.DeleteFunc(st.identities, func(_ [2]string, userID string) bool { return userID == id })
+		maps.DeleteFunc(st.sessions, func(_ string, sess *publicauth.Session) bool { return sess.UserID == id })
+		maps.DeleteFunc(st.oneTime, func(_ [2]string, t *publicauth.OneTimeToken) bool { return t.UserID == id })
+		maps.DeleteFunc(st.pins, func(_ string, c *publicauth.PINChallenge) bool { return c.UserID == id })
+		return nil
+	})
 }
 
 // RevokeUserGrants implements publicauth.GrantStore: it counts the revocations.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
+	"slices"
 	"sync"
 	"time"
 
@@ -211,6 +213,93 @@ func (s *Store) SetClientAssertionJWT(ctx context.Context, jti string, exp time.
 	}
 	if res.RowsAffected == 0 {
 		return fosite.ErrJTIKnown
+	}
+	return nil
+}
+
+// UpdateClient writes c's settings over the stored client with c.ID: its name, redirect
+// and post-logout redirect URIs, grant and response types, scopes, audience, first-party
+// and resource-server flags, ID token algorithm and UpdatedAt (set to now). The id, secret
+// hash, public flag and creation time are not written: SetClientSecretHash changes the
+// secret, and a client never changes between public and confidential.
+//
+// In the same transaction it deletes every unused authorization code of the client bound to
+// a redirect URI the update removes (or to none in the request, which binds it to the
+// client's only URI, when any URI is removed), with its PKCE and OpenID Connect rows: the
+// token endpoint compares a code's redirect_uri only with the authorization request, not
+// with the client's registration, so such a code would otherwise still redeem. It returns
+// ErrNotFound when there is no such client.
+func (s *Store) UpdateClient(ctx context.Context, c *Client) error {
+	return s.inTx(ctx, func(tx *gorm.DB) error {
+		var old clientModel
+		if err := tx.Take(&old, "id = ?", c.ID).Error; err != nil {
+			if isNotFound(err) {
+				return ErrNotFound
+			}
+			return fmt.Errorf("storage: update client: %w", err)
+		}
+		c.UpdatedAt = s.nowUTC()
+		m := clientToModel(c)
+		err := tx.Model(&clientModel{}).Where("id = ?", c.ID).Select(
+			"name", "redirect_uris", "post_logout_redirect_uris", "grant_types", "response_types",
+			"scopes", "audience", "first_party", "resource_server", "id_token_alg", "updated_at",
+		).Updates(m).Error
+		if err != nil {
+			return fmt.Errorf("storage: update client: %w", err)
+		}
+		var removed []string
+		for _, uri := range old.RedirectURIs {
+			if !slices.Contains(c.RedirectURIs, uri) {
+				removed = append(removed, uri)
+			}
+		}
+		if len(removed) == 0 {
+			return nil
+		}
+		return deleteCodesForRedirectURIs(tx, c.ID, removed)
+	})
+}
+
+// deleteCodesForRedirectURIs deletes the unused authorization codes of the client whose
+// authorization request named one of the removed redirect URIs, or named none, with their
+// PKCE and OpenID Connect rows.
+func deleteCodesForRedirectURIs(tx *gorm.DB, clientID string, removed []string) error {
+	var codes []struct{ Signature, Form string }
+	err := tx.Model(&authorizationCodeModel{}).Select("signature", "form").
+		Where("client_id = ? AND active = ?", clientID, true).Scan(&codes).Error
+	if err != nil {
+		return fmt.Errorf("storage: find codes of removed redirect URIs: %w", err)
+	}
+	var stale []string
+	for _, code := range codes {
+		form, err := url.ParseQuery(code.Form)
+		uri := form.Get("redirect_uri")
+		if err != nil || uri == "" || slices.Contains(removed, uri) {
+			stale = append(stale, code.Signature)
+		}
+	}
+	if len(stale) == 0 {
+		return nil
+	}
+	for _, model := range []any{&authorizationCodeModel{}, &pkceRequestModel{}, &oidcSessionModel{}} {
+		if err := tx.Where("signature IN ?", stale).Delete(model).Error; err != nil {
+			return fmt.Errorf("storage: delete codes of removed redirect URIs: %w", err)
+		}
+	}
+	return nil
+}
+
+// SetClientSecretHash replaces the secret hash of the confidential client with that id (and
+// its UpdatedAt); the previous secret stops authenticating with this write. It returns
+// ErrNotFound when there is no confidential client with that id.
+func (s *Store) SetClientSecretHash(ctx context.Context, id string, hash []byte) error {
+	res := s.conn(ctx).Model(&clientModel{}).Where("id = ? AND public = ?", id, false).
+		Updates(map[string]any{"secret_hash": hash, "updated_at": s.nowUTC()})
+	if res.Error != nil {
+		return fmt.Errorf("storage: set client secret: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return ErrNotFound
 	}
 	return nil
 }

@@ -160,3 +160,35 @@ func (s *Store) ChangeUser(ctx context.Context, id string, c publicauth.UserChan
 	}
 	return s.UserByID(ctx, id)
 }
+
+// DeleteUser deletes the user with that id and everything of theirs, in one transaction (a
+// savepoint inside the transaction ctx carries): the authorization codes, access and
+// refresh tokens, PKCE and OpenID Connect rows whose subject is the user, and the pending
+// authorization requests the user logged in to; the foreign keys' ON DELETE CASCADE removes
+// the user's sessions, consents, one-time tokens, PIN challenges, linked identities and
+// permission records with the row. The permission audit log keeps its entries: it is the
+// history of what was granted. It returns publicauth.ErrUserNotFound when there is no such
+// user. It implements publicauth.UserStore.
+func (s *Store) DeleteUser(ctx context.Context, id string) error {
+	return s.inTx(ctx, func(tx *gorm.DB) error {
+		for _, model := range []any{
+			&authorizationCodeModel{}, &accessTokenModel{}, &refreshTokenModel{},
+			&pkceRequestModel{}, &oidcSessionModel{},
+		} {
+			if err := tx.Where("subject = ?", id).Delete(model).Error; err != nil {
+				return fmt.Errorf("storage: delete user's tokens: %w", err)
+			}
+		}
+		if err := tx.Where("user_id = ?", id).Delete(&authRequestModel{}).Error; err != nil {
+			return fmt.Errorf("storage: delete user's authorization requests: %w", err)
+		}
+		res := tx.Where("id = ?", id).Delete(&userModel{})
+		if res.Error != nil {
+			return fmt.Errorf("storage: delete user: %w", res.Error)
+		}
+		if res.RowsAffected == 0 {
+			return publicauth.ErrUserNotFound
+		}
+		return nil
+	})
+}

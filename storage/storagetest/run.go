@@ -44,6 +44,7 @@ func Run(t *testing.T, open func(t *testing.T) *storage.Store) {
 	cases = append(cases, publicAuthCases()...)
 	cases = append(cases, permissionCases()...)
 	cases = append(cases, socialCases()...)
+	cases = append(cases, adminCases()...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			c.run(t, open(t))
