@@ -74,7 +74,7 @@ type Config struct {
 	// forgot_password.html, reset_password.html, confirm_password.html, magic_login.html, notice.html,
 	// signed_in.html, logged_out.html, error.html, and style.css. Each page is rendered from
 	// the view struct package ui documents for it. Default "": the embedded pages only. It is
-	// read as os.DirFS(TemplateDir): the same as TemplateFS, and set at most one of them.
+	// read as os.DirFS(TemplateDir), exactly like TemplateFS; set at most one of the two.
 	TemplateDir string
 	// TemplateFS, when set, holds the replacement pages TemplateDir would, at its root (use
 	// fs.Sub for an embed.FS subdirectory), by the same rules. Default nil: the embedded
