@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/url"
 	"strings"
@@ -11,7 +12,13 @@ import (
 
 	"github.com/gatehouse-id/gatehouse/publicauth"
 	"github.com/gatehouse-id/gatehouse/storage"
+	"github.com/gatehouse-id/gatehouse/ui"
 )
+
+// ContentSecurityPolicy holds the sources Config.ContentSecurityPolicy adds to the hosted
+// pages' policy, one field per directive (StyleSrc, ImgSrc, FontSrc, ScriptSrc,
+// ConnectSrc); see ui.ContentSecurityPolicy.
+type ContentSecurityPolicy = ui.ContentSecurityPolicy
 
 // Config is the data that configures a Provider. The zero value of every field but Secret
 // has a working default, stated on the field; New validates the whole struct at once.
@@ -65,8 +72,20 @@ type Config struct {
 	// TemplateDir, when set, holds *.html files that replace the embedded hosted pages of
 	// the same name: layout.html, login.html, register.html, consent.html, pin.html,
 	// forgot_password.html, reset_password.html, confirm_password.html, magic_login.html, notice.html,
-	// signed_in.html, logged_out.html, error.html. Default "": the embedded pages only.
+	// signed_in.html, logged_out.html, error.html, and style.css. Each page is rendered from
+	// the view struct package ui documents for it. Default "": the embedded pages only. It is
+	// read as os.DirFS(TemplateDir), exactly like TemplateFS; set at most one of the two.
 	TemplateDir string
+	// TemplateFS, when set, holds the replacement pages TemplateDir would, at its root (use
+	// fs.Sub for an embed.FS subdirectory), by the same rules. Default nil: the embedded
+	// pages only. Setting both TemplateDir and TemplateFS is a configuration error.
+	TemplateFS fs.FS
+	// ContentSecurityPolicy adds sources, per directive, to the hosted pages' policy (for
+	// example a company stylesheet's origin in StyleSrc); they are appended to ours, which
+	// keeps frame-ancestors 'none'. A source must be an https origin, 'self' or a
+	// 'sha256-…' hash; 'unsafe-inline', 'unsafe-eval' and anything else make New fail.
+	// Default: the zero value, nothing added.
+	ContentSecurityPolicy ContentSecurityPolicy
 
 	// PublicAuth configures mail, the PIN gate, magic links, password reset and rate limits;
 	// its defaults are stated on its fields.
@@ -194,6 +213,12 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if err := cfg.Social.validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if cfg.TemplateDir != "" && cfg.TemplateFS != nil {
+		errs = append(errs, errors.New("template dir and template FS are both set; set one"))
+	}
+	if err := cfg.ContentSecurityPolicy.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("content security policy: %w", err))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return cfg, fmt.Errorf("provider: invalid config: %w", err)

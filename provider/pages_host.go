@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -18,8 +19,13 @@ import (
 
 // newUI builds the hosted pages of cfg over the provider's public authentication.
 func (p *Provider) newUI(cfg Config) (*ui.UI, error) {
+	templates := cfg.TemplateFS
+	if cfg.TemplateDir != "" {
+		templates = os.DirFS(cfg.TemplateDir)
+	}
 	return ui.New(ui.Config{
-		TemplateDir:           cfg.TemplateDir,
+		TemplateFS:            templates,
+		ContentSecurityPolicy: cfg.ContentSecurityPolicy,
 		Issuer:                cfg.Issuer,
 		SecureCookies:         secureCookies(cfg.Issuer),
 		CSRFKey:               deriveKey(cfg.Secret, "csrf"),

@@ -21,7 +21,7 @@
 // # Templates
 //
 // The pages are html/template files, embedded, each replaceable by a file of the same name
-// in Config.TemplateDir (layout.html with the shared "top", "bottom" and "error_message"
+// in Config.TemplateFS (layout.html with the shared "top", "bottom" and "error_message"
 // templates, and style.css, too). Each template is rendered from one view struct, which is
 // its contract:
 //
@@ -40,5 +40,6 @@
 // Every view embeds Page (Title); the forms' views embed Form (CSRF, Request, ClientName,
 // Error). A template that names a field its view lacks fails when the page renders. The
 // response_mode=form_post page is built in and not replaceable: its one script must match
-// the hash its Content-Security-Policy allows.
+// the hash its Content-Security-Policy allows. Config.ContentSecurityPolicy appends sources
+// (a company stylesheet's origin, say) to the pages' policy, never loosening the rest of it.
 package ui

@@ -15,7 +15,7 @@ import (
 const formPostScript = `document.forms[0].submit();`
 
 // formPostBody is the form_post page's body in the hosted layout. It is built in, not
-// replaceable from Config.TemplateDir, because its script must match formPostCSP. The
+// replaceable from Config.TemplateFS, because its script must match formPostScriptHash. The
 // button is always visible: it is the way forward without JavaScript.
 const formPostBody = `{{template "top" .}}
 <p>Returning you to the application…</p>
@@ -26,11 +26,11 @@ const formPostBody = `{{template "top" .}}
 <script>` + formPostScript + `</script>
 {{template "bottom" .}}`
 
-// formPostCSP is the hosted pages' policy plus the form_post script's hash.
-var formPostCSP = func() string {
+// formPostScriptHash is the CSP source that allows formPostScript, the form_post page's
+// policy's one addition to the hosted pages' policy.
+var formPostScriptHash = func() string {
 	sum := sha256.Sum256([]byte(formPostScript))
-	return "default-src 'none'; script-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) +
-		"'; style-src 'self'; img-src 'self'; base-uri 'none'; frame-ancestors 'none'"
+	return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
 }()
 
 // formPost writes the authorization response (or error) as a page that posts params to
@@ -42,9 +42,8 @@ func (ps *pages) formPost(w http.ResponseWriter, redirectURI string, params url.
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
 	}
-	setPageHeaders(w)
+	setPageHeaders(w, ps.formPostCSP)
 	h := w.Header()
-	h.Set("Content-Security-Policy", formPostCSP)
 	h.Set("Pragma", "no-cache")
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(http.StatusOK)

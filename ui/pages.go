@@ -3,32 +3,38 @@ package ui
 import (
 	"bytes"
 	"embed"
+	"errors"
 	"fmt"
 	"html/template"
+	"io/fs"
 	"net/http"
-	"os"
-	"path/filepath"
 )
 
 //go:embed templates
 var embeddedTemplates embed.FS
 
 // pages renders the hosted pages with headers that keep them safe: a CSP that loads
-// nothing from other origins and forbids framing, no caching, no referrer.
+// nothing from other origins (but those Config.ContentSecurityPolicy adds) and forbids
+// framing, no caching, no referrer.
 type pages struct {
 	byName map[string]*template.Template
 	// formPostPage is the built-in response_mode=form_post page (formpost.go).
 	formPostPage *template.Template
 	css          []byte
+	// csp is every page's Content-Security-Policy, formPostCSP the form_post page's.
+	csp, formPostCSP string
 }
 
-func newPages(dir string) (*pages, error) {
+// newPages loads the embedded templates, each replaced by a file of the same name in
+// templates when it has one (templates may be nil), and builds the policies extended by
+// extend.
+func newPages(templates fs.FS, extend ContentSecurityPolicy) (*pages, error) {
 	read := func(name string) ([]byte, error) {
-		if dir != "" {
-			b, err := os.ReadFile(filepath.Join(dir, name))
+		if templates != nil {
+			b, err := fs.ReadFile(templates, name)
 			if err == nil {
 				return b, nil
-			} else if !os.IsNotExist(err) {
+			} else if !errors.Is(err, fs.ErrNotExist) {
 				return nil, err
 			}
 		}
@@ -38,7 +44,8 @@ func newPages(dir string) (*pages, error) {
 	if err != nil {
 		return nil, err
 	}
-	ps := &pages{byName: map[string]*template.Template{}}
+	ps := &pages{byName: map[string]*template.Template{},
+		csp: policy(nil, extend), formPostCSP: policy([]string{formPostScriptHash}, extend)}
 	// Each page (pageViews) may be replaced by a file of the same name in dir; layout.html
 	// (the shared "top", "bottom" and "error_message") may be replaced too.
 	for name := range pageViews {
@@ -82,7 +89,7 @@ func (ps *pages) render(w http.ResponseWriter, r *http.Request, status int, name
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
 	}
-	setPageHeaders(w)
+	setPageHeaders(w, ps.csp)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
@@ -99,11 +106,12 @@ func (ps *pages) style(w http.ResponseWriter, _ *http.Request) {
 	_, _ = w.Write(ps.css)
 }
 
-// setPageHeaders: no form-action directive, because browsers apply it to the redirect
-// chain after a form POST, which must end at the client's redirect URI.
-func setPageHeaders(w http.ResponseWriter) {
+// setPageHeaders sets a page's headers, csp its policy. The policy has no form-action
+// directive, because browsers apply it to the redirect chain after a form POST, which must
+// end at the client's redirect URI.
+func setPageHeaders(w http.ResponseWriter, csp string) {
 	h := w.Header()
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; base-uri 'none'; frame-ancestors 'none'")
+	h.Set("Content-Security-Policy", csp)
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")

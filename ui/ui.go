@@ -3,6 +3,8 @@ package ui
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -61,8 +63,11 @@ type SocialLogins interface {
 
 // Config is what the hosted pages need to know of the provider's configuration.
 type Config struct {
-	// TemplateDir holds templates that replace the embedded ones (see the package doc).
-	TemplateDir string
+	// TemplateFS holds templates that replace the embedded ones (see the package doc); nil:
+	// the embedded ones only.
+	TemplateFS fs.FS
+	// ContentSecurityPolicy extends the pages' policy; its zero value adds nothing.
+	ContentSecurityPolicy ContentSecurityPolicy
 	// Issuer decides the CSRF cookie's name: __Host- prefixed under https.
 	Issuer string
 	// SecureCookies sets the Secure attribute on the CSRF cookie.
@@ -95,7 +100,10 @@ func New(cfg Config, auth *publicauth.Service, social SocialLogins, host Host) (
 	if auth == nil || social == nil || host == nil || cfg.NewToken == nil {
 		return nil, errors.New("ui: auth, social, host and NewToken are required")
 	}
-	ps, err := newPages(cfg.TemplateDir)
+	if err := cfg.ContentSecurityPolicy.Validate(); err != nil {
+		return nil, fmt.Errorf("ui: content security policy: %w", err)
+	}
+	ps, err := newPages(cfg.TemplateFS, cfg.ContentSecurityPolicy)
 	if err != nil {
 		return nil, err
 	}

@@ -8,7 +8,7 @@ import (
 )
 
 // The view structs are the data of the page templates, one per template: the contract a
-// replacement template in Config.TemplateDir is written against. A template that names a
+// replacement template in Config.TemplateFS is written against. A template that names a
 // field its view lacks fails when the page renders (TestEveryTemplateRendersFromItsView).
 
 // Page is what every page shows; the layout's "top" template uses it.
@@ -159,7 +159,7 @@ type formView interface {
 }
 
 // pageViews are the hosted pages, each with its view and title: the names of the templates
-// Config.TemplateDir may replace (plus layout.html and style.css).
+// Config.TemplateFS may replace (plus layout.html and style.css).
 var pageViews = map[string]struct {
 	view  view
 	title string

@@ -15,7 +15,7 @@ import (
 // the zero value (each {{else}}). A template that names a field its view lacks fails here,
 // as it would for an operator's template at the first request.
 func TestEveryTemplateRendersFromItsView(t *testing.T) {
-	ps, err := newPages("")
+	ps, err := newPages(nil, ContentSecurityPolicy{})
 	if err != nil {
 		t.Fatal(err)
 	}
