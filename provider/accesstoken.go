@@ -40,6 +40,7 @@ func (s *tokenStrategy) GenerateAccessToken(ctx context.Context, r fosite.Reques
 	if !ok {
 		return "", "", errors.New("session is not a *provider.Session")
 	}
+	narrowGrantedAudience(r)
 	now := s.now().UTC()
 	exp := sess.GetExpiresAt(fosite.AccessToken)
 	if exp.IsZero() {
@@ -63,6 +64,20 @@ func (s *tokenStrategy) GenerateAccessToken(ctx context.Context, r fosite.Reques
 		return "", "", err
 	}
 	return signJWT(k, claims, map[string]any{"typ": "at+jwt"})
+}
+
+// narrowGrantedAudience makes the audience a token request asked for (the token endpoint
+// has checked it against the grant's: narrowAudience) the audience of the access token and
+// of the refresh token issued with it. It must happen here: fosite's authorization_code
+// handler grants the code's whole audience just before it generates the access token.
+func narrowGrantedAudience(r fosite.Requester) {
+	req, ok := r.(*fosite.AccessRequest)
+	if !ok {
+		return
+	}
+	if asked := fosite.GetAudiences(req.Form); len(asked) > 0 {
+		req.RequestedAudience, req.GrantedAudience = asked, asked
+	}
 }
 
 // tokenAudience is the audience of the tokens of grant r: the audience granted with it, or

@@ -80,6 +80,11 @@ type ClientSpec struct {
 	// GrantTypes is optional: by default authorization_code and refresh_token; also
 	// client_credentials (confidential clients only).
 	GrantTypes []string
+	// Audience is optional (default none): the audiences the client may ask tokens for
+	// with the `audience` or RFC 8707 `resource` parameter, e.g. "https://api.acme.example"
+	// or a resource server's client id, compared exactly. A token asked for some of them
+	// carries those as its `aud`; a token asked for none has the client's id.
+	Audience []string
 	// Public is optional (default false, confidential). Public clients (SPAs, native apps)
 	// have no secret and rely on PKCE. Fixed at creation.
 	Public bool
@@ -105,6 +110,7 @@ type ClientInfo struct {
 	PostLogoutRedirectURIs []string  `json:"post_logout_redirect_uris"`
 	Scopes                 []string  `json:"scopes"`
 	GrantTypes             []string  `json:"grant_types"`
+	Audience               []string  `json:"audience"`
 	Public                 bool      `json:"public"`
 	FirstParty             bool      `json:"first_party"`
 	ResourceServer         bool      `json:"resource_server"`
@@ -120,7 +126,7 @@ func (p *Provider) CreateClient(ctx context.Context, spec ClientSpec) (ClientInf
 		ID: spec.ID, Name: spec.Name, Public: spec.Public, FirstParty: spec.FirstParty,
 		ResourceServer: spec.ResourceServer,
 		RedirectURIs:   spec.RedirectURIs, PostLogoutRedirectURIs: spec.PostLogoutRedirectURIs,
-		Scopes: spec.Scopes, GrantTypes: spec.GrantTypes, IDTokenAlg: spec.IDTokenAlg,
+		Scopes: spec.Scopes, GrantTypes: spec.GrantTypes, Audience: spec.Audience, IDTokenAlg: spec.IDTokenAlg,
 		ResponseTypes: []string{"code"},
 	}
 	if c.ID == "" {
@@ -203,8 +209,14 @@ func validateClient(c *storage.Client) error {
 		}
 	}
 	for _, s := range c.Scopes {
-		if s == "" || strings.ContainsAny(s, " \t\"\\") {
+		if !validScopeToken(s) {
 			errs = append(errs, fmt.Errorf("scope %q is not a valid scope token", s))
+		}
+	}
+	for _, a := range c.Audience {
+		if !validScopeToken(a) {
+			// The `audience` parameter is space-separated, so an audience holds no space.
+			errs = append(errs, fmt.Errorf("audience %q must be non-empty printable ASCII without space, quote or backslash", a))
 		}
 	}
 	if c.IDTokenAlg != AlgRS256 && c.IDTokenAlg != AlgES256 {
@@ -223,7 +235,7 @@ func clientInfo(c *storage.Client) ClientInfo {
 	return ClientInfo{
 		ClientID: c.ID, Name: c.Name, RedirectURIs: nonNil(c.RedirectURIs),
 		PostLogoutRedirectURIs: nonNil(c.PostLogoutRedirectURIs), Scopes: nonNil(c.Scopes),
-		GrantTypes: nonNil(c.GrantTypes), Public: c.Public, FirstParty: c.FirstParty,
+		GrantTypes: nonNil(c.GrantTypes), Audience: nonNil(c.Audience), Public: c.Public, FirstParty: c.FirstParty,
 		ResourceServer: c.ResourceServer,
 		IDTokenAlg:     c.IDTokenAlg, CreatedAt: c.CreatedAt.UTC(),
 	}
@@ -256,6 +268,9 @@ type ClientUpdate struct {
 	Scopes *[]string
 	// GrantTypes replaces the grant types.
 	GrantTypes *[]string
+	// Audience replaces the audiences the client may ask tokens for (ClientSpec.Audience).
+	// Refresh tokens granted for an audience removed here stop refreshing.
+	Audience *[]string
 	// FirstParty turns skipping the consent page on or off.
 	FirstParty *bool
 	// ResourceServer turns the resource-server role on or off (confidential clients only).
@@ -280,6 +295,7 @@ func (p *Provider) UpdateClient(ctx context.Context, id string, up ClientUpdate)
 		set(&c.PostLogoutRedirectURIs, up.PostLogoutRedirectURIs)
 		set(&c.Scopes, up.Scopes)
 		set(&c.GrantTypes, up.GrantTypes)
+		set(&c.Audience, up.Audience)
 		set(&c.FirstParty, up.FirstParty)
 		set(&c.ResourceServer, up.ResourceServer)
 		set(&c.IDTokenAlg, up.IDTokenAlg)

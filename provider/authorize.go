@@ -87,6 +87,11 @@ func (p *Provider) pausedRequestError(w http.ResponseWriter, r *http.Request, ar
 // newAuthorizeRequest parses and validates an authorization request with fosite, then adds
 // Gatehouse's own rules: PKCE with S256 only, required unless configured otherwise.
 func (p *Provider) newAuthorizeRequest(ctx context.Context, r *http.Request) (fosite.AuthorizeRequester, error) {
+	var resourceErr error
+	// fosite reads the requested audience from r.Form, which it parses the same way.
+	if err := r.ParseMultipartForm(1 << 20); err == nil || errors.Is(err, http.ErrNotMultipart) {
+		resourceErr = mergeResources(r.Form)
+	}
 	ar, err := p.oauth.NewAuthorizeRequest(ctx, r)
 	if err != nil {
 		if errors.Is(err, fosite.ErrRequestNotSupported) || errors.Is(err, fosite.ErrRequestURINotSupported) {
@@ -98,6 +103,9 @@ func (p *Provider) newAuthorizeRequest(ctx context.Context, r *http.Request) (fo
 			}
 		}
 		return ar, err
+	}
+	if resourceErr != nil {
+		return ar, resourceErr
 	}
 	form := ar.GetRequestForm()
 	challenge, method := form.Get("code_challenge"), form.Get("code_challenge_method")

@@ -96,6 +96,10 @@ type Config struct {
 	// Social configures login through Google, Facebook and upstream OpenID Connect providers.
 	// Default: none of them.
 	Social SocialConfig
+	// Scopes declares custom scopes (e.g. {Name: "orders.read", Description: "Read your
+	// orders"}): listed in discovery's scopes_supported, described on the consent page,
+	// and granted like any scope a client is registered with. Default: none.
+	Scopes []Scope
 }
 
 // Option supplies a collaborator to New.
@@ -219,6 +223,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if err := cfg.ContentSecurityPolicy.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("content security policy: %w", err))
+	}
+	if err := validateScopes(cfg.Scopes); err != nil {
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return cfg, fmt.Errorf("provider: invalid config: %w", err)

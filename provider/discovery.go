@@ -55,7 +55,7 @@ func (p *Provider) discoveryDocument() discoveryDocument {
 		RevocationEndpoint:                        iss + "/api/oauth/revoke",
 		IntrospectionEndpoint:                     iss + "/api/oauth/introspect",
 		EndSessionEndpoint:                        iss + "/api/oauth/logout",
-		ScopesSupported:                           scopesSupported,
+		ScopesSupported:                           supportedScopes(p.cfg.Scopes),
 		ResponseTypesSupported:                    []string{"code"},
 		ResponseModesSupported:                    []string{"query", "form_post"},
 		GrantTypesSupported:                       []string{"authorization_code", "refresh_token", "client_credentials"},

@@ -48,7 +48,7 @@ func newOAuth2Provider(cfg Config, store fositeStore, keys *keySet, now func() t
 		AccessTokenIssuer:              cfg.Issuer,
 		TokenURL:                       cfg.Issuer + "/api/oauth/token",
 		ScopeStrategy:                  fosite.ExactScopeStrategy,
-		AudienceMatchingStrategy:       fosite.DefaultAudienceMatchingStrategy,
+		AudienceMatchingStrategy:       matchAudience,
 		EnforcePKCE:                    !cfg.AllowConfidentialWithoutPKCE,
 		EnforcePKCEForPublicClients:    true,
 		EnablePKCEPlainChallengeMethod: false,

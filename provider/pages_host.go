@@ -30,6 +30,7 @@ func (p *Provider) newUI(cfg Config) (*ui.UI, error) {
 		SecureCookies:         secureCookies(cfg.Issuer),
 		CSRFKey:               deriveKey(cfg.Secret, "csrf"),
 		NewToken:              func() (string, error) { return randomToken(p.random) },
+		ScopeDescriptions:     scopeDescriptions(cfg.Scopes),
 		MagicLinkLifespan:     cfg.PublicAuth.MagicLinkLifespan,
 		PasswordResetLifespan: cfg.PublicAuth.PasswordResetLifespan,
 		Logger:                p.log,

@@ -11,11 +11,25 @@ import (
 )
 
 // token is the token endpoint (RFC 6749 §3.2): authorization_code (with PKCE),
-// refresh_token (rotated, reuse revokes the family) and client_credentials.
+// refresh_token (rotated, reuse revokes the family) and client_credentials. The
+// `audience` and RFC 8707 `resource` parameters ask for the token's aud: with
+// client_credentials among the client's registered audiences, otherwise among the grant's,
+// which narrows the grant to them from then on.
 func (p *Provider) token(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	session := newSession()
+	var resourceErr error
+	// fosite parses the body the same way next and reads the audience from r.PostForm.
+	if err := r.ParseMultipartForm(1 << 20); err == nil || errors.Is(err, http.ErrNotMultipart) {
+		resourceErr = mergeResources(r.PostForm)
+	}
 	ar, err := p.oauth.NewAccessRequest(ctx, r, session)
+	if err == nil {
+		err = resourceErr
+	}
+	if err == nil && !ar.GetGrantTypes().ExactOne("client_credentials") {
+		err = narrowAudience(ar)
+	}
 	if err != nil {
 		p.accessError(w, r, ar, err)
 		return

@@ -96,6 +96,7 @@ func (c *cli) clientCreate(ctx context.Context, args []string) int {
 	cmd.listVar(&spec.PostLogoutRedirectURIs, "post-logout-redirect-uri", "URI", "allowed post-logout redirect URI")
 	cmd.listVar(&scopes, "scope", "SCOPES", `allowed scopes, space-separated ("openid profile email")`)
 	cmd.listVar(&spec.GrantTypes, "grant-type", "TYPE", "allowed grant type: authorization_code, refresh_token or client_credentials")
+	cmd.listVar(&spec.Audience, "audience", "URI", "audience the client may ask tokens for (audience or resource parameter), e.g. an API's URI or a resource server's client id")
 	cmd.flag(&spec.Public, "public", "public client (no secret; PKCE only), e.g. a single-page or mobile app")
 	cmd.flag(&spec.FirstParty, "first-party", "first-party client: users are not asked for consent")
 	cmd.flag(&spec.ResourceServer, "resource-server", "resource server: may introspect tokens whose audience contains its client id")
@@ -159,13 +160,14 @@ func (c *cli) clientUpdate(ctx context.Context, args []string) int {
 			"revokes the unused authorization codes issued for it. A client stays public or\n"+
 			"confidential: delete it and create it again to change that.")
 	var id, name, alg, firstParty, resourceServer string
-	var redirectURIs, postLogoutURIs, scopes, grantTypes []string
+	var redirectURIs, postLogoutURIs, scopes, grantTypes, audience []string
 	cmd.str(&id, "id", "ID", "", "client id (required)")
 	cmd.str(&name, "name", "NAME", "", "display name, shown on the consent page")
 	cmd.listVar(&redirectURIs, "redirect-uri", "URI", "allowed redirect URI, replacing the list")
 	cmd.listVar(&postLogoutURIs, "post-logout-redirect-uri", "URI", "allowed post-logout redirect URI, replacing the list")
 	cmd.listVar(&scopes, "scope", "SCOPES", `allowed scopes, space-separated, replacing the list (empty: the default)`)
 	cmd.listVar(&grantTypes, "grant-type", "TYPE", "allowed grant type, replacing the list (empty: the default)")
+	cmd.listVar(&audience, "audience", "URI", "audience the client may ask tokens for, replacing the list")
 	cmd.str(&firstParty, "first-party", "true|false", "", "skip the consent page")
 	cmd.str(&resourceServer, "resource-server", "true|false", "", "may introspect tokens whose audience contains its client id")
 	cmd.str(&alg, "id-token-alg", "RS256|ES256", "", "ID token signing algorithm")
@@ -187,6 +189,7 @@ func (c *cli) clientUpdate(ctx context.Context, args []string) int {
 			{"post-logout-redirect-uri", postLogoutURIs, &up.PostLogoutRedirectURIs},
 			{"scope", splitScopes(scopes), &up.Scopes},
 			{"grant-type", grantTypes, &up.GrantTypes},
+			{"audience", audience, &up.Audience},
 		} {
 			if cmd.given(l.flag) {
 				list := slices.DeleteFunc(l.values, func(v string) bool { return v == "" })

@@ -35,6 +35,7 @@ type clientJSON struct {
 	PostLogoutRedirectURIs []string `json:"post_logout_redirect_uris"`
 	Scopes                 []string `json:"scopes"`
 	GrantTypes             []string `json:"grant_types"`
+	Audience               []string `json:"audience"`
 	Public                 bool     `json:"public"`
 	FirstParty             bool     `json:"first_party"`
 	ResourceServer         bool     `json:"resource_server"`
@@ -65,7 +66,8 @@ func testAdminCommands(t *testing.T, dsn string, env map[string]string) {
 	decodeJSON(t, mustRun(t, env, "client", "create", "--id", "my-app", "--name", "My app",
 		"--redirect-uri", "https://app.example.com/callback", "--redirect-uri", "https://app.example.com/cb2",
 		"--post-logout-redirect-uri", "https://app.example.com/", "--scope", "openid email",
-		"--first-party", "--id-token-alg", "ES256", "--resource-server"), &conf)
+		"--first-party", "--id-token-alg", "ES256", "--resource-server",
+		"--audience", "https://api.example.com", "--audience", "orders-api"), &conf)
 	if conf.ClientID != "my-app" || conf.Name != "My app" || conf.Public || !conf.FirstParty || conf.IDTokenAlg != "ES256" || !conf.ResourceServer {
 		t.Errorf("confidential client: got %+v", conf)
 	}
@@ -78,6 +80,9 @@ func testAdminCommands(t *testing.T, dsn string, env map[string]string) {
 	}
 	if !slices.Equal(conf.Scopes, []string{"openid", "email"}) {
 		t.Errorf("scopes: got %v, want [openid email]", conf.Scopes)
+	}
+	if !slices.Equal(conf.Audience, []string{"https://api.example.com", "orders-api"}) {
+		t.Errorf("audience: got %v, want [https://api.example.com orders-api]", conf.Audience)
 	}
 
 	var pub clientJSON
@@ -109,10 +114,13 @@ func testAdminCommands(t *testing.T, dsn string, env map[string]string) {
 	// client update changes only the settings given; a list flag with an empty value empties it.
 	var changed clientJSON
 	decodeJSON(t, mustRun(t, env, "client", "update", "--id", "my-app", "--name", "Renamed", "--first-party=false",
-		"--post-logout-redirect-uri=", "--scope", "openid profile", "--id-token-alg", "rs256"), &changed)
+		"--post-logout-redirect-uri=", "--scope", "openid profile", "--id-token-alg", "rs256", "--audience", "billing-api"), &changed)
 	if changed.Name != "Renamed" || changed.FirstParty || len(changed.PostLogoutRedirectURIs) != 0 ||
 		!slices.Equal(changed.Scopes, []string{"openid", "profile"}) || changed.IDTokenAlg != "RS256" || changed.ClientSecret != nil {
 		t.Errorf("client update: got %+v, want the new name, scopes and algorithm, no post-logout URIs, not first-party, no secret", changed)
+	}
+	if !slices.Equal(changed.Audience, []string{"billing-api"}) {
+		t.Errorf("client update audience: got %v, want [billing-api]", changed.Audience)
 	}
 	if !slices.Equal(changed.RedirectURIs, conf.RedirectURIs) || !changed.ResourceServer || !slices.Equal(changed.GrantTypes, conf.GrantTypes) {
 		t.Errorf("client update: got %+v, want the settings not given kept", changed)

@@ -152,7 +152,7 @@ func (u *UI) consentPage(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, LoginPath(token), http.StatusSeeOther)
 		return
 	}
-	u.renderForm(w, r, http.StatusOK, "consent", token, pr, &ConsentView{UserEmail: user.Email, Scopes: describeScopes(pr.Scopes)})
+	u.renderForm(w, r, http.StatusOK, "consent", token, pr, &ConsentView{UserEmail: user.Email, Scopes: u.describeScopes(pr.Scopes)})
 }
 
 // consentSubmit passes the user's decision to the provider: allow finishes the
@@ -193,8 +193,9 @@ func (u *UI) addSocialLogins(r *http.Request, token string, v *LoginView) {
 	}
 }
 
-// describeScopes turns scope names into what the consent page says.
-func describeScopes(scopes []string) []string {
+// describeScopes turns scope names into what the consent page says: the built-in scopes'
+// sentences, then the descriptions the configuration gives its custom scopes.
+func (u *UI) describeScopes(scopes []string) []string {
 	out := make([]string, 0, len(scopes))
 	for _, s := range scopes {
 		switch s {
@@ -209,7 +210,11 @@ func describeScopes(scopes []string) []string {
 		case "manage_permissions":
 			out = append(out, "Manage your access permissions")
 		default:
-			out = append(out, "Use scope "+s)
+			if d, ok := u.cfg.ScopeDescriptions[s]; ok {
+				out = append(out, d)
+			} else {
+				out = append(out, "Use scope "+s)
+			}
 		}
 	}
 	return out

@@ -76,6 +76,9 @@ type Config struct {
 	CSRFKey []byte
 	// NewToken draws a fresh 256-bit random value.
 	NewToken func() (string, error)
+	// ScopeDescriptions say what the consent page shows for each custom scope, by name;
+	// a scope without one is shown as "Use scope NAME". Default: none.
+	ScopeDescriptions map[string]string
 	// MagicLinkLifespan and PasswordResetLifespan are how long the mailed links work, as
 	// the pages that announce them say.
 	MagicLinkLifespan, PasswordResetLifespan time.Duration
