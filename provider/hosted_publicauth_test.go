@@ -498,7 +498,27 @@ func TestHostedVerifyEmail(t *testing.T) {
 		}
 		link := e.mailedLink(t, mail, addr, publicauth.PathVerifyEmail)
 
-		p := br.get(t, link)
+		// A mail scanner, or the owner of an address a stranger registered, opens the link:
+		// it shows a form and verifies nothing without the account's password.
+		scanner := e.browser(t)
+		for range 2 {
+			form := scanner.get(t, link)
+			if form.status != http.StatusOK || !strings.Contains(form.body, `name="password"`) {
+				t.Fatalf("opening the link: got %s, want the verification form", form)
+			}
+		}
+		wrong := scanner.get(t, link).form(t)
+		wrong.fields.Set("password", "not the password at all")
+		if p := scanner.post(t, wrong.action, wrong.fields); p.status != http.StatusUnauthorized || !strings.Contains(p.body, `name="password"`) {
+			t.Fatalf("wrong password: got %s, want the form again with 401", p)
+		}
+		if u, err := e.store.UserByEmail(context.Background(), addr); err != nil || u.EmailVerified {
+			t.Fatalf("after the scanner: %+v, %v; want the address still unverified", u, err)
+		}
+
+		f = br.get(t, link).form(t)
+		f.fields.Set("password", testPassword)
+		p := br.post(t, f.action, f.fields)
 		if p.status != http.StatusOK || !strings.Contains(p.body, "Email verified") {
 			t.Fatalf("got %s, want the email-verified page", p)
 		}
@@ -508,8 +528,12 @@ func TestHostedVerifyEmail(t *testing.T) {
 		if u, err := e.store.UserByEmail(context.Background(), addr); err != nil || !u.EmailVerified {
 			t.Errorf("user after verification: %+v, %v; want emailVerified true", u, err)
 		}
-		wantErrorPage(t, br.get(t, link), http.StatusBadRequest, "verification link is invalid")
-		wantErrorPage(t, br.get(t, e.issuer+publicauth.PathVerifyEmail), http.StatusBadRequest, "verification link is invalid")
+		spent := br.get(t, link).form(t)
+		spent.fields.Set("password", testPassword)
+		wantErrorPage(t, br.post(t, spent.action, spent.fields), http.StatusBadRequest, "verification link is invalid")
+		if p := br.get(t, e.issuer+publicauth.PathVerifyEmail); p.status != http.StatusBadRequest {
+			t.Errorf("the page without a token: got %s, want 400", p)
+		}
 	})
 }
 

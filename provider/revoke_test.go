@@ -151,7 +151,10 @@ func TestCredentialChangesRevokeGrants(t *testing.T) {
 			},
 			change: func(t *testing.T, e *revokeEnv, _ *browser) {
 				link := e.mailedLink(t, e.mail, email, publicauth.PathVerifyEmail)
-				if p := e.browser(t).get(t, link); p.status != http.StatusOK || !strings.Contains(p.body, "Email verified") {
+				owner := e.browser(t)
+				f := owner.get(t, link).form(t)
+				f.fields.Set("password", testPassword)
+				if p := owner.post(t, f.action, f.fields); p.status != http.StatusOK || !strings.Contains(p.body, "Email verified") {
 					t.Fatalf("verification link: got %s, want the email-verified page", p)
 				}
 			},

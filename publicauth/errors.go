@@ -16,8 +16,8 @@ var (
 	// ErrInvalidToken: a one-time link token that is unknown, used, expired, of another
 	// purpose, or sent to an address the account no longer has.
 	ErrInvalidToken = errors.New("invalid or expired token")
-	// ErrPasswordMismatch: the password typed to confirm a password link is not the one
-	// the registration chose.
+	// ErrPasswordMismatch: the password typed to confirm a password link, or to verify an
+	// address, is not the one the registration chose.
 	ErrPasswordMismatch = errors.New("password does not match")
 	// ErrPINMismatch: a wrong PIN for a challenge that still has attempts left.
 	ErrPINMismatch = errors.New("wrong PIN")

@@ -106,14 +106,22 @@ func TestRegisterVerifyAndMagicLink(t *testing.T) {
 		wantBody(t, res, magicLinkBody)
 
 		token := e.linkToken(t, "Alice@Example.com", publicauth.PathVerifyEmail)
-		v, err := e.svc.VerifyEmail(ctx, token)
+		// The link alone verifies nothing: a stranger may have registered the address, so
+		// its owner must also know the password. A wrong one leaves the link usable.
+		if _, err := e.svc.VerifyEmail(ctx, token, "not the password at all"); !errors.Is(err, publicauth.ErrPasswordMismatch) {
+			t.Fatalf("VerifyEmail with a wrong password = %v, want ErrPasswordMismatch", err)
+		}
+		if u, err := e.store.UserByEmail(ctx, "alice@example.com"); err != nil || u.EmailVerified {
+			t.Fatalf("after a wrong password: %+v, %v; want the address unverified", u, err)
+		}
+		v, err := e.svc.VerifyEmail(ctx, token, "correct horse battery")
 		if err != nil {
 			t.Fatalf("VerifyEmail: %v", err)
 		}
-		if !v.User.EmailVerified {
+		if !v.EmailVerified {
 			t.Errorf("VerifyEmail = %+v, want a verified user", v)
 		}
-		if _, err := e.svc.VerifyEmail(ctx, token); !errors.Is(err, publicauth.ErrInvalidToken) {
+		if _, err := e.svc.VerifyEmail(ctx, token, "correct horse battery"); !errors.Is(err, publicauth.ErrInvalidToken) {
 			t.Errorf("VerifyEmail again = %v, want ErrInvalidToken", err)
 		}
 		e.wantMails(t, "Alice@Example.com", 1) // the verification only
@@ -446,17 +454,17 @@ func TestResendVerification(t *testing.T) {
 		e.wantMails(t, "hal@example.com", 0)
 		e.wantMails(t, "nobody@example.com", 0)
 		// Both links work until one is used: the first click wins, the other is then moot.
-		if _, err := e.svc.VerifyEmail(ctx, second); err != nil {
+		if _, err := e.svc.VerifyEmail(ctx, second, "correct horse battery"); err != nil {
 			t.Fatalf("VerifyEmail(second): %v", err)
 		}
-		if _, err := e.svc.VerifyEmail(ctx, first); err != nil {
+		if _, err := e.svc.VerifyEmail(ctx, first, "correct horse battery"); err != nil {
 			t.Errorf("VerifyEmail(first): %v, want the earlier link still valid", err)
 		}
 
 		t.Run("a link to an address the account no longer has", func(t *testing.T) {
 			u := e.register(t, "ivy.new@example.com", "correct horse battery", "Ivy")
 			token := e.verifyLinkSentTo(t, u, "ivy@example.com")
-			if _, err := e.svc.VerifyEmail(ctx, token); !errors.Is(err, publicauth.ErrInvalidToken) {
+			if _, err := e.svc.VerifyEmail(ctx, token, "correct horse battery"); !errors.Is(err, publicauth.ErrInvalidToken) {
 				t.Errorf("VerifyEmail = %v, want ErrInvalidToken", err)
 			}
 		})
@@ -473,7 +481,7 @@ func TestResendVerification(t *testing.T) {
 			t.Run(fmt.Sprintf("a link after the address became %+q", c.changed), func(t *testing.T) {
 				u := e.register(t, c.changed, "correct horse battery", "Kip")
 				token := e.verifyLinkSentTo(t, u, c.original)
-				if _, err := e.svc.VerifyEmail(ctx, token); !errors.Is(err, c.want) {
+				if _, err := e.svc.VerifyEmail(ctx, token, "correct horse battery"); !errors.Is(err, c.want) {
 					t.Errorf("VerifyEmail = %v, want %v", err, c.want)
 				}
 			})

@@ -142,7 +142,7 @@ func TestRegisterAddsPasswordToSocialOnlyAccount(t *testing.T) {
 
 			// The link is no email verification link, and the owner must type the password
 			// the registration chose: the wrong one leaves the link usable.
-			if _, err := e.svc.VerifyEmail(ctx, token); !errors.Is(err, publicauth.ErrInvalidToken) {
+			if _, err := e.svc.VerifyEmail(ctx, token, pw); !errors.Is(err, publicauth.ErrInvalidToken) {
 				t.Errorf("VerifyEmail of a password link = %v, want ErrInvalidToken", err)
 			}
 			res := e.postJSON(t, "/api/public/confirm-password", map[string]string{"token": token, "password": other})

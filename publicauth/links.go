@@ -66,30 +66,42 @@ func (s *Service) ResendVerification(ctx context.Context, email string) error {
 	return nil
 }
 
-// VerifiedEmail is what opening a link of PathVerifyEmail did (Service.VerifyEmail).
-type VerifiedEmail struct {
-	// User is the account, as updated.
-	User *User
-}
-
 // VerifyEmail consumes an email verification token and marks the address it was sent to
-// verified; a first verification ends every session of the account and revokes its tokens
-// and consents, in the same transaction (markVerified). A token that is unknown, used, expired or sent to an address the account no
-// longer has yields ErrInvalidToken.
-func (s *Service) VerifyEmail(ctx context.Context, token string) (VerifiedEmail, error) {
-	var v VerifiedEmail
+// verified, once the password of the account is typed with it. Typing it is what makes the
+// link safe: anyone can register someone else's address, and a verified account is one that
+// social sign-in links to and magic links open. Were the link enough, an owner (or their
+// mail scanner) opening it would verify an account whose password a stranger chose, and the
+// stranger would keep the owner's account for good. Owner and password together prove one
+// person; an owner who did not register just ignores the mail, or resets the password.
+//
+// A first verification ends every session of the account and revokes its tokens and
+// consents, in the same transaction (markVerified). A password that does not match yields
+// ErrPasswordMismatch and leaves the link usable; a token that is unknown, used, expired or
+// sent to an address the account no longer has yields ErrInvalidToken. An address already
+// verified, or an account with no password, needs no password.
+func (s *Service) VerifyEmail(ctx context.Context, token, password string) (*User, error) {
+	var verified *User
 	err := s.store.InTx(ctx, func(ctx context.Context) error {
 		_, u, err := s.consumeLink(ctx, token, PurposeVerifyEmail)
 		if err != nil {
 			return err
 		}
-		v.User = u
+		if !u.EmailVerified && u.PasswordHash != "" {
+			ok, err := s.passwordMatches(ctx, password, u.PasswordHash)
+			switch {
+			case errors.Is(err, errMalformedHash) || (err == nil && !ok):
+				return ErrPasswordMismatch
+			case err != nil:
+				return err
+			}
+		}
+		verified = u
 		return s.markVerified(ctx, u)
 	})
 	if err != nil {
-		return VerifiedEmail{}, err
+		return nil, err
 	}
-	return v, nil
+	return verified, nil
 }
 
 // ConfirmPassword adds to a social-only account the password a registration with its

@@ -30,7 +30,8 @@
 //	consent.html                          ConsentView
 //	pin.html                              PINView
 //	forgot_password.html                  ForgotPasswordView
-//	reset_password.html, confirm_password.html, magic_login.html   LinkFormView
+//	reset_password.html, confirm_password.html,
+//	magic_login.html, verify_email.html   LinkFormView
 //	logout.html                           LogoutView
 //	signed_in.html                        SignedInView
 //	notice.html                           NoticeView

@@ -304,18 +304,24 @@ func (u *UI) linkFormSubmit(w http.ResponseWriter, r *http.Request, lf linkForm)
 	u.notice(w, r, http.StatusOK, lf.doneTitle, lf.done(user), "/login", "Sign in")
 }
 
-// verifyEmail consumes the link of a verification mail (GET /api/public/verify-email).
-func (u *UI) verifyEmail(w http.ResponseWriter, r *http.Request) {
-	err := u.auth.CheckRate(r, limitVerifyEmail)
-	var v publicauth.VerifiedEmail
-	if err == nil {
-		v, err = u.auth.VerifyEmail(r.Context(), r.URL.Query().Get("token"))
-	}
-	if err != nil {
-		u.Error(w, r, linkError(err, errVerifyLinkExpired))
-		return
-	}
-	u.notice(w, r, http.StatusOK, "Email verified", "Thank you: "+v.User.Email+" is verified.", "/login", "Sign in")
+// verifyEmailPage shows the form of a verification link (GET /api/public/verify-email):
+// opening the link verifies nothing, so a mail scanner spends nothing.
+func (u *UI) verifyEmailPage(w http.ResponseWriter, r *http.Request) {
+	u.linkFormPage(w, r, "verify_email")
+}
+
+// verifyEmailSubmit verifies the address once the account's password is typed with the link
+// (publicauth.Service.VerifyEmail says why); a wrong one shows the form again and leaves the
+// link usable.
+func (u *UI) verifyEmailSubmit(w http.ResponseWriter, r *http.Request) {
+	u.linkFormSubmit(w, r, linkForm{
+		page: "verify_email", limit: limitVerifyEmail, use: u.auth.VerifyEmail,
+		expired:   errVerifyLinkExpired,
+		doneTitle: "Email verified",
+		done: func(user *publicauth.User) string {
+			return "Thank you: " + user.Email + " is verified."
+		},
+	})
 }
 
 // signedIn shows who is signed in, for logins that began outside any OAuth flow.

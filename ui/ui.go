@@ -141,7 +141,8 @@ func (u *UI) Routes(r *mux.Router) {
 	r.HandleFunc(signedInPath, u.signedIn).Methods(get)
 	r.HandleFunc(publicauth.PathMagicLogin, u.magicLoginPage).Methods(get)
 	r.HandleFunc(publicauth.PathMagicLogin, u.magicLogin).Methods(post)
-	r.HandleFunc(publicauth.PathVerifyEmail, u.verifyEmail).Methods(get)
+	r.HandleFunc(publicauth.PathVerifyEmail, u.verifyEmailPage).Methods(get)
+	r.HandleFunc(publicauth.PathVerifyEmail, u.verifyEmailSubmit).Methods(post)
 	r.HandleFunc("/ui/style.css", u.pages.style).Methods(get, http.MethodHead)
 }
 

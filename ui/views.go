@@ -85,7 +85,7 @@ type ForgotPasswordView struct {
 }
 
 // LinkFormView is the data of the forms a mailed link opens: reset_password.html,
-// confirm_password.html and magic_login.html.
+// confirm_password.html, magic_login.html and verify_email.html.
 type LinkFormView struct {
 	Form
 	// Token is the link's token; the form sends it back in its token field.
@@ -172,6 +172,7 @@ var pageViews = map[string]struct {
 	"reset_password":   {&LinkFormView{}, "Choose a new password"},
 	"confirm_password": {&LinkFormView{}, "Add a password to your account"},
 	"magic_login":      {&LinkFormView{}, "Sign in"},
+	"verify_email":     {&LinkFormView{}, "Verify your email address"},
 	"logout":           {&LogoutView{}, "Sign out?"},
 	"signed_in":        {&SignedInView{}, "Signed in"},
 	"notice":           {&NoticeView{}, ""},

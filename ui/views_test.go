@@ -32,6 +32,7 @@ func TestEveryTemplateRendersFromItsView(t *testing.T) {
 		"reset_password":   &LinkFormView{Form: form, Token: "link-token"},
 		"confirm_password": &LinkFormView{Form: form, Token: "link-token"},
 		"magic_login":      &LinkFormView{Form: form, Token: "link-token"},
+		"verify_email":     &LinkFormView{Form: form, Token: "link-token"},
 		"logout":           &LogoutView{Page: form.Page, CSRF: "csrf", UserEmail: "ann@example.com", Action: LogoutPath, Fields: fields},
 		"signed_in":        &SignedInView{Page: form.Page, UserEmail: "ann@example.com"},
 		"notice":           &NoticeView{Page: form.Page, Message: "Check your email.", LinkURL: "/login", LinkText: "Sign in"},
