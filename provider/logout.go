@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -16,16 +17,19 @@ type logoutRequest struct {
 	// target is post_logout_redirect_uri when it is registered, exactly, for the client the
 	// request names (by client_id, by the hint, or both in agreement); else nil.
 	target *url.URL
-	// hintSubject is the subject of id_token_hint when it is an ID token this provider
-	// signed and agrees with client_id; else "".
+	// hintSubject is the subject of id_token_hint when it is an unexpired ID token this
+	// provider signed and agrees with client_id; else "". An expired hint still names the
+	// client to return to, but only a fresh one skips the confirmation: every relying party
+	// the user ever signed in to keeps old ID tokens, and any of them could otherwise sign
+	// the user out with a link.
 	hintSubject string
 	// form holds the parameters the confirmation page carries to its POST.
 	form url.Values
 }
 
 // logout is the end_session_endpoint (GET or POST). With no session there is nothing to
-// confirm; with an id_token_hint whose subject is the session's user, the session ends at
-// once. Otherwise the user confirms on a hosted page, so a cross-site link or form cannot
+// confirm; with an unexpired id_token_hint whose subject is the session's user, the session
+// ends at once. Otherwise the user confirms on a hosted page, so a cross-site link or form cannot
 // sign them out (its POST comes back through uiHost.Logout). The user is then sent to post_logout_redirect_uri, with
 // `state`, when logoutRequest validated it, else shown the logged-out page.
 func (p *Provider) logout(w http.ResponseWriter, r *http.Request) {
@@ -97,7 +101,9 @@ func (p *Provider) logoutRequest(ctx context.Context, form url.Values) logoutReq
 			p.log.InfoContext(ctx, "logout with an id_token_hint not issued to client_id", "client_id", clientID)
 			return lr
 		}
-		lr.hintSubject, _ = claims["sub"].(string)
+		if exp, ok := unixClaim(claims["exp"]); ok && p.now().Unix() < exp {
+			lr.hintSubject, _ = claims["sub"].(string)
+		}
 	}
 	if clientID == "" || target == "" {
 		return lr
@@ -110,6 +116,20 @@ func (p *Provider) logoutRequest(ctx context.Context, form url.Values) logoutReq
 		lr.target = nil
 	}
 	return lr
+}
+
+// unixClaim reads a NumericDate claim (RFC 7519 §2) as decoded from JSON.
+func unixClaim(v any) (int64, bool) {
+	switch n := v.(type) {
+	case float64:
+		return int64(n), true
+	case int64:
+		return n, true
+	case json.Number:
+		i, err := n.Int64()
+		return i, err == nil
+	}
+	return 0, false
 }
 
 // claimStrings reads a JWT claim that may be a string or an array of strings.

@@ -6,7 +6,9 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"golang.org/x/oauth2"
 
@@ -248,6 +250,23 @@ func TestLogout(t *testing.T) {
 			query := url.Values{"id_token_hint": {bobTok.rawIDToken}, "post_logout_redirect_uri": {rpLogoutURI}, "state": {state}}
 			f := wantLogoutConfirmation(t, e, rp, br, br.get(t, e.issuer+"/api/oauth/logout?"+query.Encode()))
 			wantLoggedOut(t, e, rp, br, br.post(t, f.action, f.fields), rpLogoutURI+"?"+url.Values{"state": {state}}.Encode())
+		})
+
+		t.Run("a hint that has expired asks for confirmation", func(t *testing.T) {
+			// Only a fresh ID token of the signed-in user skips the confirmation: relying
+			// parties keep old ones, and any of them could sign the user out with a link.
+			var offset atomic.Int64
+			clock := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+			ce := newEnv(t, b, provider.Config{IDTokenLifespan: 5 * time.Minute}, provider.WithClock(clock))
+			carol := ce.user(t, "carol-logout@example.com", "Carol Example")
+			app := ce.client(t, provider.ClientSpec{ID: "webapp", FirstParty: true, PostLogoutRedirectURIs: []string{rpLogoutURI}})
+			crp := ce.relyingParty(t, app)
+			br := ce.browser(t)
+			_, tok := crp.signIn(t, ce, br, carol.Email)
+			offset.Store(int64(10 * time.Minute))
+			query := url.Values{"id_token_hint": {tok.rawIDToken}, "post_logout_redirect_uri": {rpLogoutURI}, "state": {state}}
+			f := wantLogoutConfirmation(t, ce, crp, br, br.get(t, ce.issuer+"/api/oauth/logout?"+query.Encode()))
+			wantLoggedOut(t, ce, crp, br, br.post(t, f.action, f.fields), rpLogoutURI+"?"+url.Values{"state": {state}}.Encode())
 		})
 
 		t.Run("without a session there is nothing to confirm", func(t *testing.T) {
