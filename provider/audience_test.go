@@ -252,3 +252,58 @@ func TestCustomScopesAreValidated(t *testing.T) {
 		})
 	}
 }
+
+// TestRequireAudience: an API guarded by RequireAudience takes only tokens whose audience
+// names it, so a token another API's client was issued is refused there (RFC 9068 §4),
+// while RequireScopes alone would take it.
+func TestRequireAudience(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
+		e := newEnv(t, b, provider.Config{})
+		caller := e.client(t, provider.ClientSpec{ID: "batch-job", GrantTypes: []string{"client_credentials"},
+			Scopes: []string{"profile"}, Audience: []string{apiAudience, "orders-api"}})
+		api := httptest.NewServer(e.p.RequireAudience(apiAudience, "profile")(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if _, ok := provider.AccessTokenFromContext(r.Context()); !ok {
+				http.Error(w, "no access token in the context", http.StatusInternalServerError)
+			}
+		})))
+		t.Cleanup(api.Close)
+		tokenFor := func(form url.Values) string {
+			form.Set("grant_type", "client_credentials")
+			form.Set("scope", "profile")
+			r := e.token(t, caller, form)
+			if r.status != http.StatusOK {
+				t.Fatalf("token: got %s, want 200", r)
+			}
+			return r.body["access_token"].(string)
+		}
+		for _, c := range []struct {
+			name   string
+			token  string
+			status int
+		}{
+			{"issued for this API", tokenFor(url.Values{"resource": {apiAudience}}), http.StatusOK},
+			{"issued for another API", tokenFor(url.Values{"audience": {"orders-api"}}), http.StatusUnauthorized},
+			{"no audience asked for: the client's own id", tokenFor(url.Values{}), http.StatusUnauthorized},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				req, err := http.NewRequest(http.MethodGet, api.URL, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				req.Header.Set("Authorization", "Bearer "+c.token)
+				res, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				res.Body.Close()
+				if res.StatusCode != c.status {
+					t.Fatalf("got %d, want %d", res.StatusCode, c.status)
+				}
+				if c.status == http.StatusUnauthorized && !strings.Contains(res.Header.Get("WWW-Authenticate"), `error="invalid_token"`) {
+					t.Errorf("challenge %q, want invalid_token", res.Header.Get("WWW-Authenticate"))
+				}
+			})
+		}
+	})
+}

@@ -110,13 +110,34 @@ func AccessTokenFromContext(ctx context.Context) (*AccessToken, bool) {
 // was sent, 401 invalid_token for a refused token, 403 insufficient_scope naming the
 // required scopes, and 503 temporarily_unavailable with Retry-After when the database is
 // unreachable.
+//
+// RequireScopes does not look at the token's audience: any client's token with the scopes
+// passes. An API that clients reach with audience-restricted tokens (ClientSpec.Audience,
+// RFC 8707 resource indicators) should use RequireAudience, so a token issued for another
+// API is refused (RFC 9068 §4).
 func (p *Provider) RequireScopes(scopes ...string) func(http.Handler) http.Handler {
+	return p.require("", scopes)
+}
+
+// RequireAudience is RequireScopes for an API identified by audience (a resource URI or a
+// client id, as ClientSpec.Audience names it): it also refuses, 401 invalid_token, a token
+// whose audience does not name it.
+func (p *Provider) RequireAudience(audience string, scopes ...string) func(http.Handler) http.Handler {
+	return p.require(audience, scopes)
+}
+
+// require is RequireScopes and RequireAudience; audience "" checks none.
+func (p *Provider) require(audience string, scopes []string) func(http.Handler) http.Handler {
 	scopes = slices.Clone(scopes) // the caller's slice may change later
 	required := strings.Join(scopes, " ")
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			at, ok := p.bearerToken(w, r)
 			if !ok {
+				return
+			}
+			if audience != "" && !slices.Contains(at.Audience, audience) {
+				p.bearerError(w, http.StatusUnauthorized, "invalid_token", "The access token was not issued for this resource.", "")
 				return
 			}
 			for _, s := range scopes {
