@@ -23,8 +23,9 @@ func (s *Store) RevokeTokensOf(ctx context.Context, subject, clientID string) er
 // the transaction ctx carries, so it commits or rolls back with the change that asked for
 // it) it deletes the user's access tokens, marks the user's refresh tokens and unused
 // authorization codes inactive (a later use counts as reuse and revokes its grant), and
-// deletes the user's consents, so every client asks again. Revoking when there is nothing
-// to revoke is not an error. It implements publicauth.GrantStore.
+// deletes the user's consents, so every client asks again. It also ends the user's open PIN
+// challenges and spends their unused mailed links, which began under the old credentials.
+// Revoking when there is nothing to revoke is not an error. It implements publicauth.GrantStore.
 func (s *Store) RevokeUserGrants(ctx context.Context, userID string) error {
 	return s.inTx(ctx, func(tx *gorm.DB) error {
 		if err := revokeTokens(tx, "subject = ?", userID); err != nil {
@@ -38,6 +39,20 @@ func (s *Store) RevokeUserGrants(ctx context.Context, userID string) error {
 		}
 		if err := tx.Where("user_id = ?", userID).Delete(&consentModel{}).Error; err != nil {
 			return fmt.Errorf("storage: revoke consents of user: %w", err)
+		}
+		// A login waiting at its PIN, or a mailed link, began under the old credentials.
+		now := s.nowUTC()
+		err = tx.Model(&pinChallengeModel{}).
+			Where("user_id = ? AND used_at IS NULL", userID).
+			Update("used_at", now).Error
+		if err != nil {
+			return fmt.Errorf("storage: end PIN challenges of user: %w", err)
+		}
+		err = tx.Model(&oneTimeTokenModel{}).
+			Where("user_id = ? AND used_at IS NULL", userID).
+			Update("used_at", now).Error
+		if err != nil {
+			return fmt.Errorf("storage: spend mailed links of user: %w", err)
 		}
 		return nil
 	})

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-id/gatehouse/publicauth"
 	"github.com/gatehouse-id/gatehouse/storage"
 	"github.com/ory/fosite"
 )
@@ -370,8 +371,9 @@ func testNilSessionPrototype(t *testing.T, s *storage.Store) {
 }
 
 // testRevokeUserGrants: RevokeUserGrants revokes the access and refresh tokens, the unused
-// authorization codes and the consents of one user at every client, and nothing of another
-// user; inside a transaction that rolls back it revokes nothing.
+// authorization codes and the consents of one user at every client, ends their open PIN
+// challenges and spends their unused mailed links, and touches nothing of another user;
+// inside a transaction that rolls back it revokes nothing.
 func testRevokeUserGrants(t *testing.T, s *storage.Store) {
 	ctx := context.Background()
 	a := mustCreateClient(t, s, "a")
@@ -397,9 +399,23 @@ func testRevokeUserGrants(t *testing.T, s *storage.Store) {
 			UserID: g.subject, ClientID: g.client.ID, Scopes: []string{"openid"}, GrantedAt: t0,
 		}))
 	}
+	for _, u := range []*publicauth.User{victim, other} {
+		mustNoErr(t, "create PIN challenge", s.CreatePINChallenge(ctx, newChallenge("pin-"+u.ID, u.ID, t0.Add(time.Hour))))
+		mustNoErr(t, "create mailed link", s.CreateOneTimeToken(ctx, newToken("link-"+u.ID, publicauth.PurposeMagicLink, u.ID, t0.Add(time.Hour)), false))
+	}
 	// check asserts every grant intact, except that with applied the victim's are revoked.
 	check := func(when string, applied bool) {
 		t.Helper()
+		for _, u := range []*publicauth.User{victim, other} {
+			var wantPIN, wantLink error
+			if applied && u == victim {
+				wantPIN, wantLink = publicauth.ErrChallengeInvalid, publicauth.ErrInvalidToken
+			}
+			_, err := s.ReservePINAttempt(ctx, "pin-"+u.ID, 100, t0)
+			checkErr(t, when+": PIN challenge of "+u.Email, err, wantPIN)
+			_, err = s.UsableOneTimeToken(ctx, "link-"+u.ID, publicauth.PurposeMagicLink, t0)
+			checkErr(t, when+": mailed link of "+u.Email, err, wantLink)
+		}
 		for _, g := range grants {
 			var wantCode, wantAT, wantRT, wantConsent error
 			if applied && g.revoked {
