@@ -20,8 +20,12 @@ const (
 // csrfGuard protects the hosted forms with a signed double-submit token: the browser's
 // HttpOnly SameSite cookie holds a random value, and every form repeats
 // HMAC(key, that value) in a hidden field. A cross-site page can neither read the cookie
-// nor make the browser send it with a POST, and a cookie planted by a sibling subdomain is
-// useless without the key: no one but the provider can compute the field for it.
+// nor make the browser send it with a POST, and only the provider can compute a field for a
+// value of the attacker's choosing. What the HMAC cannot stop is an attacker who fetched a
+// page for a pair of their own (value, field) and can plant that value in the victim's
+// browser from a sibling subdomain (cookie tossing): under an https issuer the __Host-
+// prefix makes the browser refuse such a cookie, which is why production issuers must be
+// https; a plain-http issuer is for localhost.
 type csrfGuard struct {
 	// name is the cookie's name (csrfHostCookie under an https issuer).
 	name   string
