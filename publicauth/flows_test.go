@@ -453,12 +453,14 @@ func TestResendVerification(t *testing.T) {
 		second := e.linkToken(t, "gus@example.com", publicauth.PathVerifyEmail)
 		e.wantMails(t, "hal@example.com", 0)
 		e.wantMails(t, "nobody@example.com", 0)
-		// Both links work until one is used: the first click wins, the other is then moot.
-		if _, err := e.svc.VerifyEmail(ctx, second, "correct horse battery"); err != nil {
-			t.Fatalf("VerifyEmail(second): %v", err)
-		}
+		// Both links work until one is used (a resend supersedes nothing): the earlier one
+		// still verifies. The first verification then spends the account's other mailed
+		// links, the later verification link with them.
 		if _, err := e.svc.VerifyEmail(ctx, first, "correct horse battery"); err != nil {
-			t.Errorf("VerifyEmail(first): %v, want the earlier link still valid", err)
+			t.Fatalf("VerifyEmail(first): %v, want the earlier link still valid", err)
+		}
+		if _, err := e.svc.VerifyEmail(ctx, second, "correct horse battery"); !errors.Is(err, publicauth.ErrInvalidToken) {
+			t.Errorf("VerifyEmail(second) = %v, want ErrInvalidToken once the address is verified", err)
 		}
 
 		t.Run("a link to an address the account no longer has", func(t *testing.T) {
