@@ -506,6 +506,14 @@ func TestHostedVerifyEmail(t *testing.T) {
 			if form.status != http.StatusOK || !strings.Contains(form.body, `name="password"`) {
 				t.Fatalf("opening the link: got %s, want the verification form", form)
 			}
+			wantHostedPageHeaders(t, form)
+		}
+		// The form's POST needs its CSRF token, even with the right password.
+		forged := scanner.get(t, link).form(t)
+		forged.fields.Set("password", testPassword)
+		forged.fields.Del("csrf_token")
+		if p := scanner.post(t, forged.action, forged.fields); p.status != http.StatusForbidden {
+			t.Fatalf("POST without the CSRF token: got %s, want 403", p)
 		}
 		wrong := scanner.get(t, link).form(t)
 		wrong.fields.Set("password", "not the password at all")
