@@ -26,6 +26,8 @@ import (
 	"github.com/gatehouse-id/gatehouse/internal/testlog"
 	"github.com/gatehouse-id/gatehouse/provider"
 	"github.com/gatehouse-id/gatehouse/storage"
+	// The tests open SQLite databases: link its driver.
+	_ "github.com/gatehouse-id/gatehouse/storage/sqlite"
 	"github.com/gatehouse-id/gatehouse/storage/storagetest"
 )
 
