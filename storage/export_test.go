@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"database/sql"
 	"strings"
 
 	"github.com/gatehouse-id/gatehouse/publicauth"
@@ -92,3 +93,6 @@ func (s *Store) ModelTableNames() (map[string]string, error) {
 
 // TableNames lists every table the migrations create, by logical name.
 func TableNames() []string { return tableNames() }
+
+// SQLDB is the store's connection pool.
+func (s *Store) SQLDB() (*sql.DB, error) { return s.db.DB() }
