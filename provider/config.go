@@ -142,8 +142,10 @@ func WithLogger(l *slog.Logger) Option {
 	return func(o *options) error { o.logger = l; return nil }
 }
 
-// WithStore makes the provider use an already opened store instead of opening Config.DSN.
-// The caller keeps ownership: Close does not close it.
+// WithStore makes the provider use an already opened store instead of opening Config.DSN,
+// for example one made by storage.FromGorm on the embedder's own pool with
+// storage.WithTablePrefix. New still migrates it unless Config.SkipMigrate. The caller
+// keeps ownership: Close does not close it.
 func WithStore(s *storage.Store) Option {
 	return func(o *options) error {
 		if s == nil {

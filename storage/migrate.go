@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -37,11 +36,6 @@ var (
 	// likely to combine: their presence tells a legacy Gatehouse database.
 	legacyClientColumns = []string{"first_party", "id", "id_token_alg", "post_logout_redirect_uris", "secret_hash"}
 )
-
-// ErrForeignSchema marks a Migrate failure caused by tables Gatehouse did not create where
-// it would create or trust its own: a table of one of Gatehouse's names, or a migrations
-// table whose columns are not Gatehouse's. The message names the table and the fix.
-var ErrForeignSchema = errors.New("storage: tables that are not Gatehouse's are in the way")
 
 // Migrate brings the schema up to date. Its versions live in Gatehouse's own migrations
 // table (gatehouse_schema_migrations, or the prefixed schema_migrations: see
