@@ -27,8 +27,16 @@ type Config struct {
 	// of every endpoint in discovery. A trailing slash is dropped. Default DefaultIssuer.
 	Issuer string
 	// DSN selects the database: "sqlite:PATH" or "postgres://…". Default DefaultDSN.
-	// Ignored when WithStore is given.
+	// SQLite needs its driver linked into the program with
+	// import _ "github.com/gatehouse-id/gatehouse/storage/sqlite" (the bundled server does);
+	// without it New fails with an error naming that import. Ignored when WithStore is given:
+	// a store made with storage.FromGorm or storage.FromDB shares the embedder's own pool,
+	// with storage.WithTablePrefix keeping Gatehouse's tables apart.
 	DSN string
+	// DBPool limits the connection pool New opens for DSN; a zero field keeps its default
+	// (see storage.Pool: 25 open connections on Postgres, 8 on SQLite). Ignored when
+	// WithStore is given.
+	DBPool storage.Pool
 	// Secret is the system secret (at least 32 bytes). Client secrets are keyed-hashed
 	// and signing keys encrypted under keys derived from it. Required.
 	Secret []byte
@@ -134,8 +142,10 @@ func WithLogger(l *slog.Logger) Option {
 	return func(o *options) error { o.logger = l; return nil }
 }
 
-// WithStore makes the provider use an already opened store instead of opening Config.DSN.
-// The caller keeps ownership: Close does not close it.
+// WithStore makes the provider use an already opened store instead of opening Config.DSN,
+// for example one made by storage.FromGorm on the embedder's own pool with
+// storage.WithTablePrefix. New still migrates it unless Config.SkipMigrate. The caller
+// keeps ownership: Close does not close it.
 func WithStore(s *storage.Store) Option {
 	return func(o *options) error {
 		if s == nil {

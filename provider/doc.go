@@ -23,6 +23,11 @@
 // limiter (memory, or Redis shared by replicas) backs every rate limit, including the limit
 // on failed client authentication at the token, revocation and introspection endpoints.
 //
+// New opens Config.DSN itself (SQLite needs import _ ".../storage/sqlite"; Config.DBPool
+// limits the pool), or runs on a store the embedder made and keeps, given with WithStore:
+// storage.FromGorm or storage.FromDB on the embedder's own pool, with
+// storage.WithTablePrefix keeping Gatehouse's tables apart from the embedder's.
+//
 // An API in the same process checks access tokens with VerifyAccessToken, or guards its
 // routes with RequireScopes and reads the token back with AccessTokenFromContext.
 //

@@ -26,6 +26,8 @@ import (
 	"github.com/gatehouse-id/gatehouse/internal/testlog"
 	"github.com/gatehouse-id/gatehouse/provider"
 	"github.com/gatehouse-id/gatehouse/storage"
+	// The tests open SQLite databases: link its driver.
+	_ "github.com/gatehouse-id/gatehouse/storage/sqlite"
 	"github.com/gatehouse-id/gatehouse/storage/storagetest"
 )
 
@@ -80,7 +82,13 @@ func newEnv(t *testing.T, b storagetest.Backend, cfg provider.Config, opts ...pr
 // newEnvFor is newEnv with the config made by config once the issuer is known.
 func newEnvFor(t *testing.T, b storagetest.Backend, config func(issuer string) provider.Config, opts ...provider.Option) *env {
 	t.Helper()
-	store := b.Open(t)
+	return newEnvOnStore(t, b.Open(t), config, opts...)
+}
+
+// newEnvOnStore is newEnvFor on a store the test made (and keeps: the provider gets it
+// through WithStore).
+func newEnvOnStore(t *testing.T, store *storage.Store, config func(issuer string) provider.Config, opts ...provider.Option) *env {
+	t.Helper()
 	srv := httptest.NewUnstartedServer(nil)
 	issuer := "http://" + srv.Listener.Addr().String()
 	cfg := config(issuer)

@@ -76,7 +76,7 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 
 	p := &Provider{cfg: cfg, log: o.logger, now: o.now, random: o.random, store: o.store}
 	if p.store == nil {
-		if p.store, err = storage.Open(ctx, cfg.DSN, storage.WithLogger(o.logger)); err != nil {
+		if p.store, err = storage.Open(ctx, cfg.DSN, storage.WithLogger(o.logger), storage.WithPool(cfg.DBPool)); err != nil {
 			return nil, fmt.Errorf("provider: open database: %w", err)
 		}
 		p.ownStore = true
