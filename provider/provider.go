@@ -15,6 +15,7 @@ import (
 	"github.com/gorilla/mux"
 	"github.com/ory/fosite"
 
+	"github.com/gatehouse-id/gatehouse/internal/mountpath"
 	"github.com/gatehouse-id/gatehouse/permissions"
 	"github.com/gatehouse-id/gatehouse/publicauth"
 	"github.com/gatehouse-id/gatehouse/social"
@@ -24,9 +25,13 @@ import (
 
 // Provider is a complete OpenID Connect provider: an http.Handler serving the OAuth 2.0 and
 // OpenID Connect endpoints under /api/oauth/ and /.well-known/, the public authentication
-// API under /api/public/, and the hosted login, registration and consent pages.
+// API under /api/public/, and the hosted login, registration and consent pages, all under
+// the issuer's path (Config.Issuer).
 type Provider struct {
-	cfg      Config
+	cfg Config
+	// mount is the issuer's path (mountpath.Of), "" at the root: the prefix of every route
+	// and of every path the provider redirects to.
+	mount    string
 	log      *slog.Logger
 	now      func() time.Time
 	random   io.Reader
@@ -75,6 +80,7 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	ctx := context.Background()
 
 	p := &Provider{cfg: cfg, log: o.logger, now: o.now, random: o.random, store: o.store}
+	p.mount, _ = mountpath.Of(cfg.Issuer) // withDefaults checked it
 	if p.store == nil {
 		if p.store, err = storage.Open(ctx, cfg.DSN, storage.WithLogger(o.logger)); err != nil {
 			return nil, fmt.Errorf("provider: open database: %w", err)

@@ -8,9 +8,16 @@ import (
 	"github.com/gatehouse-id/gatehouse/internal/httpjson"
 )
 
-// routes registers every endpoint of the provider in one place.
+// routes registers every endpoint of the provider in one place, under the mount path (the
+// issuer's path): with the issuer https://acme.example/auth the token endpoint is
+// /auth/api/oauth/token. A request outside the mount path (a root path, or one whose prefix
+// an http.StripPrefix removed) gets the JSON 404, as does an unknown path inside it.
 func (p *Provider) routes() *mux.Router {
-	r := mux.NewRouter()
+	root := mux.NewRouter()
+	r := root
+	if p.mount != "" {
+		r = root.PathPrefix(p.mount + "/").Subrouter()
+	}
 	get, post := http.MethodGet, http.MethodPost
 
 	r.HandleFunc("/.well-known/openid-configuration", p.discovery).Methods(get, http.MethodHead)
@@ -28,11 +35,14 @@ func (p *Provider) routes() *mux.Router {
 	p.social.Routes(r)
 	p.perms.Routes(r)
 
-	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	notFound := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		httpjson.WriteError(w, http.StatusNotFound, "no such endpoint")
 	})
-	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	notAllowed := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		httpjson.WriteError(w, http.StatusMethodNotAllowed, "method not allowed on this endpoint")
 	})
-	return r
+	for _, router := range []*mux.Router{root, r} {
+		router.NotFoundHandler, router.MethodNotAllowedHandler = notFound, notAllowed
+	}
+	return root
 }
