@@ -68,7 +68,7 @@ func (p *Provider) pausedRequest(r *http.Request, token string) (*storage.AuthRe
 	}
 	replay := r.Clone(r.Context())
 	replay.Method = http.MethodGet
-	replay.URL = &url.URL{Path: p.mount + "/api/oauth/authorize", RawQuery: row.Form}
+	replay.URL = &url.URL{Path: "/api/oauth/authorize", RawQuery: row.Form}
 	replay.Body, replay.Form, replay.PostForm, replay.MultipartForm = http.NoBody, nil, nil, nil
 	replay.Header = r.Header.Clone()
 	replay.Header.Del("Content-Type")

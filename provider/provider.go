@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gorilla/mux"
 	"github.com/ory/fosite"
 
 	"github.com/gatehouse-id/gatehouse/internal/mountpath"
@@ -45,7 +44,8 @@ type Provider struct {
 	social   *social.Service
 	perms    *permissions.Service
 	ui       *ui.UI
-	router   *mux.Router
+	// router serves every endpoint under the mount path (routes).
+	router http.Handler
 	// limiter counts attempts for every rate limit; closeLimiter releases its Redis
 	// connection, if any.
 	limiter      publicauth.Limiter

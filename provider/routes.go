@@ -2,22 +2,20 @@ package provider
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/gorilla/mux"
 
 	"github.com/gatehouse-id/gatehouse/internal/httpjson"
 )
 
-// routes registers every endpoint of the provider in one place, under the mount path (the
-// issuer's path): with the issuer https://acme.example/auth the token endpoint is
-// /auth/api/oauth/token. A request outside the mount path (a root path, or one whose prefix
-// an http.StripPrefix removed) gets the JSON 404, as does an unknown path inside it.
-func (p *Provider) routes() *mux.Router {
-	root := mux.NewRouter()
-	r := root
-	if p.mount != "" {
-		r = root.PathPrefix(p.mount + "/").Subrouter()
-	}
+// routes registers every endpoint of the provider in one place and returns the handler
+// that serves them under the mount path (the issuer's path): with the issuer
+// https://acme.example/auth the token endpoint is /auth/api/oauth/token. A request outside
+// the mount path (a root path, or one whose prefix an http.StripPrefix already removed)
+// gets the JSON 404, as does an unknown path inside it.
+func (p *Provider) routes() http.Handler {
+	r := mux.NewRouter()
 	get, post := http.MethodGet, http.MethodPost
 
 	r.HandleFunc("/.well-known/openid-configuration", p.discovery).Methods(get, http.MethodHead)
@@ -38,11 +36,24 @@ func (p *Provider) routes() *mux.Router {
 	notFound := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		httpjson.WriteError(w, http.StatusNotFound, "no such endpoint")
 	})
-	notAllowed := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	r.NotFoundHandler = notFound
+	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		httpjson.WriteError(w, http.StatusMethodNotAllowed, "method not allowed on this endpoint")
 	})
-	for _, router := range []*mux.Router{root, r} {
-		router.NotFoundHandler, router.MethodNotAllowedHandler = notFound, notAllowed
+	if p.mount == "" {
+		return r
 	}
-	return root
+	// The router sees the path that follows the mount path, which every route, page and
+	// link of the provider is written relative to. It must not redirect an unclean path to
+	// its clean form: that Location would lack the mount path. The embedder's mux has
+	// cleaned the whole path already (http.ServeMux redirects unclean paths itself).
+	r.SkipClean(true)
+	inside := http.StripPrefix(p.mount, r)
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if !strings.HasPrefix(req.URL.Path, p.mount+"/") {
+			notFound(w, req)
+			return
+		}
+		inside.ServeHTTP(w, req)
+	})
 }

@@ -101,9 +101,9 @@ func New(cfg Config, auth *publicauth.Service, ids *publicauth.Identities, host 
 	return s, nil
 }
 
-// Routes registers the login and callback routes of every provider kind on r, the router of
-// the issuer's path (a PathPrefix subrouter when it has one). Those of a provider that is
-// not configured answer 404.
+// Routes registers the login and callback routes of every provider kind on r, relative to
+// the issuer's path: r routes what follows that path (the provider strips it first).
+// Those of a provider that is not configured answer 404.
 func (s *Service) Routes(r *mux.Router) {
 	for _, prefix := range []string{"/api/auth/{kind:google|facebook}", "/api/auth/oidc/{name}"} {
 		r.HandleFunc(prefix+"/login", s.login).Methods(http.MethodGet)

@@ -132,8 +132,9 @@ func New(cfg Config, auth *publicauth.Service, social SocialLogins, host Host) (
 	}, nil
 }
 
-// Routes registers the hosted pages on r, the router of the issuer's path (a PathPrefix
-// subrouter when it has one): under https://acme.example/auth the login page is /auth/login.
+// Routes registers the hosted pages on r, relative to the issuer's path: r routes what
+// follows that path (the provider strips it first), so under https://acme.example/auth the
+// login page is /auth/login.
 func (u *UI) Routes(r *mux.Router) {
 	get, post := http.MethodGet, http.MethodPost
 	r.HandleFunc("/login", u.formPage("login", loginView)).Methods(get)
