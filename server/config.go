@@ -64,7 +64,7 @@ func serveCommand() (c *command, resolve func() (Config, error)) {
 	pc := &cfg.Provider
 	c.stringVar(&cfg.Addr, "addr", "HOST:PORT", "GATEHOUSE_ADDR", defaultAddr, "address to listen on")
 	issuer := c.stringVar(&pc.Issuer, "issuer", "URL", "GATEHOUSE_ISSUER", provider.DefaultIssuer,
-		"public base URL of the provider: the iss of every token")
+		"public base URL of the provider: the iss of every token; its path is where the provider and the demo are served")
 	store := addStoreFlags(c, &pc.DSN)
 	c.durationVar(&pc.AuthorizeCodeLifespan, "auth-code-ttl", "GATEHOUSE_AUTH_CODE_TTL", provider.DefaultAuthorizeCodeLifespan, "authorization code lifetime")
 	c.durationVar(&pc.AccessTokenLifespan, "access-token-ttl", "GATEHOUSE_ACCESS_TOKEN_TTL", provider.DefaultAccessTokenLifespan, "access token lifetime")
