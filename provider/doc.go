@@ -23,6 +23,11 @@
 // limiter (memory, or Redis shared by replicas) backs every rate limit, including the limit
 // on failed client authentication at the token, revocation and introspection endpoints.
 //
+// The issuer's path is where the provider lives: with the issuer https://acme.example/auth
+// every endpoint, page, redirect, mailed link, social callback and cookie Path lies under
+// /auth/, so a company mounts it beside its own routes with mux.Handle("/auth/", p) (not
+// behind http.StripPrefix); see Config.Issuer.
+//
 // An API in the same process checks access tokens with VerifyAccessToken, or guards its
 // routes with RequireScopes and reads the token back with AccessTokenFromContext.
 //
