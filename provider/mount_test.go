@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -387,4 +388,17 @@ func TestMountedUnderIssuerPath(t *testing.T) {
 			t.Run(tc.name, tc.run)
 		}
 	})
+}
+
+// An issuer's path is a mount point only when it reads the same in a route, an HTML
+// attribute and a cookie's Path; New refuses any other.
+func TestIssuerPathMustBePlain(t *testing.T) {
+	for _, issuer := range []string{"https://acme.example/a%20b", "https://acme.example/a/../b", "https://acme.example//auth", "https://acme.example/a;b"} {
+		t.Run(issuer, func(t *testing.T) {
+			_, err := provider.New(provider.Config{Issuer: issuer, DSN: "sqlite:" + filepath.Join(t.TempDir(), "g.db"), Secret: testSecret})
+			if err == nil || !strings.Contains(err.Error(), "must be plain") {
+				t.Errorf("got %v, want an error saying the issuer path must be plain", err)
+			}
+		})
+	}
 }
