@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gatehouse-id/gatehouse/internal/mountpath"
 	"github.com/gatehouse-id/gatehouse/publicauth"
 	"github.com/gatehouse-id/gatehouse/storage"
 	"github.com/gatehouse-id/gatehouse/ui"
@@ -24,7 +25,16 @@ type ContentSecurityPolicy = ui.ContentSecurityPolicy
 // has a working default, stated on the field; New validates the whole struct at once.
 type Config struct {
 	// Issuer is the public base URL of the provider: the `iss` of every token and the prefix
-	// of every endpoint in discovery. A trailing slash is dropped. Default DefaultIssuer.
+	// of every endpoint in discovery. Its path is the mount point: every route, hosted page,
+	// redirect, mailed link, social callback and cookie Path lies under it. With the issuer
+	// https://acme.example/auth the provider serves /auth/.well-known/openid-configuration
+	// (OpenID Connect Discovery §4), /auth/api/oauth/authorize, /auth/login and so on, and
+	// answers a request outside /auth/ with the JSON 404. Mount it with the path as
+	// requested, mux.Handle("/auth/", p), not behind http.StripPrefix: a request whose
+	// prefix was stripped is outside the mount point and gets the 404 too. The path must be
+	// plain: segments of letters, digits and "-._~" (no percent-encoding, no "." or ".."
+	// segment). The __Host- CSRF cookie of an https issuer keeps Path=/, which its prefix
+	// requires. A trailing slash is dropped. Default DefaultIssuer (at the root).
 	Issuer string
 	// DSN selects the database: "sqlite:PATH" or "postgres://…". Default DefaultDSN.
 	// SQLite needs its driver linked into the program with
@@ -200,6 +210,8 @@ func (cfg Config) withDefaults() (Config, error) {
 	var errs []error
 	if u, err := url.Parse(cfg.Issuer); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
 		errs = append(errs, fmt.Errorf("issuer %q must be an absolute http(s) URL without query or fragment", cfg.Issuer))
+	} else if _, err := mountpath.Of(cfg.Issuer); err != nil {
+		errs = append(errs, err)
 	}
 	if len(cfg.Secret) < 32 {
 		errs = append(errs, errors.New("secret must be at least 32 bytes"))

@@ -28,6 +28,11 @@
 // storage.FromGorm or storage.FromDB on the embedder's own pool, with
 // storage.WithTablePrefix keeping Gatehouse's tables apart from the embedder's.
 //
+// The issuer's path is where the provider lives: with the issuer https://acme.example/auth
+// every endpoint, page, redirect, mailed link, social callback and cookie Path lies under
+// /auth/, so a company mounts it beside its own routes with mux.Handle("/auth/", p) (not
+// behind http.StripPrefix); see Config.Issuer.
+//
 // An API in the same process checks access tokens with VerifyAccessToken, or guards its
 // routes with RequireScopes and reads the token back with AccessTokenFromContext.
 //

@@ -12,9 +12,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gorilla/mux"
 	"github.com/ory/fosite"
 
+	"github.com/gatehouse-id/gatehouse/internal/mountpath"
 	"github.com/gatehouse-id/gatehouse/permissions"
 	"github.com/gatehouse-id/gatehouse/publicauth"
 	"github.com/gatehouse-id/gatehouse/social"
@@ -24,9 +24,13 @@ import (
 
 // Provider is a complete OpenID Connect provider: an http.Handler serving the OAuth 2.0 and
 // OpenID Connect endpoints under /api/oauth/ and /.well-known/, the public authentication
-// API under /api/public/, and the hosted login, registration and consent pages.
+// API under /api/public/, and the hosted login, registration and consent pages, all under
+// the issuer's path (Config.Issuer).
 type Provider struct {
-	cfg      Config
+	cfg Config
+	// mount is the issuer's path (mountpath.Of), "" at the root: the prefix of every route
+	// and of every path the provider redirects to.
+	mount    string
 	log      *slog.Logger
 	now      func() time.Time
 	random   io.Reader
@@ -40,7 +44,8 @@ type Provider struct {
 	social   *social.Service
 	perms    *permissions.Service
 	ui       *ui.UI
-	router   *mux.Router
+	// router serves every endpoint under the mount path (routes).
+	router http.Handler
 	// limiter counts attempts for every rate limit; closeLimiter releases its Redis
 	// connection, if any.
 	limiter      publicauth.Limiter
@@ -75,6 +80,7 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	ctx := context.Background()
 
 	p := &Provider{cfg: cfg, log: o.logger, now: o.now, random: o.random, store: o.store}
+	p.mount, _ = mountpath.Of(cfg.Issuer) // withDefaults checked it
 	if p.store == nil {
 		if p.store, err = storage.Open(ctx, cfg.DSN, storage.WithLogger(o.logger), storage.WithPool(cfg.DBPool)); err != nil {
 			return nil, fmt.Errorf("provider: open database: %w", err)

@@ -184,7 +184,7 @@ func (s *Service) RequestMagicLink(ctx context.Context, req MagicLinkRequest) er
 // path; RedirectURI is required without Resume or PausedRequest and, when set, must be
 // registered or within an allowed origin.
 func (s *Service) checkDestination(ctx context.Context, d Destination) error {
-	if d.Resume != "" && !isInternalPath(d.Resume) {
+	if d.Resume != "" && !s.isInternalPath(d.Resume) {
 		return &InputError{Field: "resume", Reason: "must be a path on this server"}
 	}
 	if d.RedirectURI == "" {

@@ -61,7 +61,7 @@ func (s *Service) StartPINChallenge(ctx context.Context, u *User, kind, method s
 	if method == "" {
 		return nil, errors.New("publicauth: start PIN challenge: empty login method")
 	}
-	if dest.Resume != "" && !isInternalPath(dest.Resume) {
+	if dest.Resume != "" && !s.isInternalPath(dest.Resume) {
 		return nil, &InputError{Field: "resume", Reason: "must be a path on this server"}
 	}
 	if u.Status != StatusActive {

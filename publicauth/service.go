@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gatehouse-id/gatehouse/internal/mountpath"
 	"github.com/gatehouse-id/gatehouse/internal/sameorigin"
 )
 
@@ -72,6 +73,9 @@ type Service struct {
 	secureCookies bool
 	pinKey        []byte
 	baseURL       string
+	// mount is BaseURL's path (mountpath.Of): the session cookies' Path is mount+"/", and
+	// a Destination.Resume must lie under it.
+	mount string
 	// sameOrigin refuses cookie-authenticated changes sent from other origins (Routes).
 	sameOrigin     sameorigin.Guard
 	serviceName    string
@@ -128,8 +132,9 @@ func New(cfg Config, store Store, opts ...Option) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("publicauth: mail templates: %w", err)
 	}
-	// withDefaults checked that BaseURL is an absolute http(s) URL.
+	// withDefaults checked that BaseURL is an absolute http(s) URL with a plain path.
 	sameOrigin, _ := sameorigin.New(cfg.BaseURL)
+	mount, _ := mountpath.Of(cfg.BaseURL)
 	pinKey, err := hkdf.Key(sha256.New, cfg.Secret, nil, pinKeyInfo, 32)
 	if err != nil {
 		return nil, fmt.Errorf("publicauth: derive PIN key: %w", err)
@@ -148,6 +153,7 @@ func New(cfg Config, store Store, opts ...Option) (*Service, error) {
 		secureCookies: !cfg.InsecureCookies,
 		pinKey:        pinKey,
 		baseURL:       cfg.BaseURL,
+		mount:         mount,
 		sameOrigin:    sameOrigin,
 		serviceName:   cfg.ServiceName,
 		requirePIN:    cfg.RequirePIN,
@@ -168,7 +174,7 @@ func New(cfg Config, store Store, opts ...Option) (*Service, error) {
 		hashing:        newHashPool(cfg.PasswordHashConcurrency, cfg.PasswordHashQueue),
 	}
 	for kind, lifespan := range s.lifespan {
-		codec, err := newCookieCodec(cfg.Secret, kind, lifespan)
+		codec, err := newCookieCodec(cfg.Secret, kind, lifespan, mount+"/")
 		if err != nil {
 			return nil, fmt.Errorf("publicauth: %w", err)
 		}

@@ -67,7 +67,7 @@ func serveCommand() (c *command, resolve func() (Config, error)) {
 	pc := &cfg.Provider
 	c.stringVar(&cfg.Addr, "addr", "HOST:PORT", "GATEHOUSE_ADDR", defaultAddr, "address to listen on")
 	issuer := c.stringVar(&pc.Issuer, "issuer", "URL", "GATEHOUSE_ISSUER", provider.DefaultIssuer,
-		"public base URL of the provider: the iss of every token")
+		"public base URL of the provider: the iss of every token; its path is where the provider and the demo are served")
 	store := addStoreFlags(c, &pc.DSN)
 	c.intVar(&pc.DBPool.MaxOpenConns, "db-max-open-conns", "GATEHOUSE_DB_MAX_OPEN_CONNS",
 		"database connections open at once; 0: 25 on Postgres, 8 on SQLite")
