@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gatehouse-id/gatehouse/events"
 	"github.com/gatehouse-id/gatehouse/internal/sameorigin"
 )
 
@@ -24,6 +25,7 @@ type options struct {
 	logger  *slog.Logger
 	mailer  Mailer
 	limiter Limiter
+	events  *events.Emitter
 }
 
 // WithClock makes the service read the time from clock (expiry, timestamps). A nil clock, or
@@ -65,6 +67,7 @@ type Service struct {
 	store   Store
 	mailer  Mailer
 	limiter Limiter
+	events  *events.Emitter
 	mail    *mailTemplates
 
 	lifespan      map[string]time.Duration // by session kind
@@ -139,6 +142,7 @@ func New(cfg Config, store Store, opts ...Option) (*Service, error) {
 		store:   store,
 		mailer:  o.mailer,
 		limiter: o.limiter,
+		events:  o.events,
 		mail:    templates,
 		lifespan: map[string]time.Duration{
 			SessionPublic: cfg.SessionLifespan,
