@@ -17,6 +17,9 @@ type Event interface {
 	Name() string
 	// When is the time the change took effect (Meta.At).
 	When() time.Time
+	// Metadata is a copy of the event's Meta, for a sink that handles every event alike
+	// (an audit trail writing the client address of each).
+	Metadata() Meta
 	// meta closes the set: only types embedding Meta are events.
 	meta() *Meta
 }
@@ -37,6 +40,9 @@ type Meta struct {
 
 // When returns m.At.
 func (m *Meta) When() time.Time { return m.At }
+
+// Metadata returns a copy of m.
+func (m *Meta) Metadata() Meta { return *m }
 
 func (m *Meta) meta() *Meta { return m }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gatehouse-id/gatehouse/events"
 	"github.com/gatehouse-id/gatehouse/publicauth"
 	"github.com/gatehouse-id/gatehouse/storage"
 	"github.com/gatehouse-id/gatehouse/ui"
@@ -111,6 +112,7 @@ type options struct {
 	logger *slog.Logger
 	store  *storage.Store
 	mailer publicauth.Mailer
+	events events.Sink // WithEvents
 }
 
 // WithClock makes the provider read time from now (tests); nil means the real clock.

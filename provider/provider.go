@@ -15,6 +15,7 @@ import (
 	"github.com/gorilla/mux"
 	"github.com/ory/fosite"
 
+	"github.com/gatehouse-id/gatehouse/events"
 	"github.com/gatehouse-id/gatehouse/permissions"
 	"github.com/gatehouse-id/gatehouse/publicauth"
 	"github.com/gatehouse-id/gatehouse/social"
@@ -32,6 +33,7 @@ type Provider struct {
 	random   io.Reader
 	store    *storage.Store
 	ownStore bool
+	events   *events.Emitter // nil without WithEvents
 
 	keys     *keySet
 	oauth    *fosite.Fosite
@@ -74,7 +76,7 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	}
 	ctx := context.Background()
 
-	p := &Provider{cfg: cfg, log: o.logger, now: o.now, random: o.random, store: o.store}
+	p := &Provider{cfg: cfg, log: o.logger, now: o.now, random: o.random, store: o.store, events: o.emitter()}
 	if p.store == nil {
 		if p.store, err = storage.Open(ctx, cfg.DSN, storage.WithLogger(o.logger)); err != nil {
 			return nil, fmt.Errorf("provider: open database: %w", err)
@@ -113,7 +115,7 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	if err := p.keys.ensure(ctx); err != nil {
 		return fail(fmt.Errorf("provider: signing keys: %w", err))
 	}
-	p.oauth, p.idSigner = newOAuth2Provider(cfg, p.store, p.keys, o.now)
+	p.oauth, p.idSigner = newOAuth2Provider(cfg, p.fositeStore(), p.keys, o.now)
 
 	if p.limiter, p.closeLimiter, err = newLimiter(cfg.PublicAuth, o); err != nil {
 		return fail(err)
@@ -149,7 +151,8 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 // ServeHTTP routes a request to the provider's endpoints and pages. Each request loads a
 // client from the database at most once (storage.WithClientMemo).
 func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	p.router.ServeHTTP(w, r.WithContext(storage.WithClientMemo(r.Context())))
+	ctx := p.eventRequest(storage.WithClientMemo(r.Context()), r)
+	p.router.ServeHTTP(w, r.WithContext(ctx))
 }
 
 // Ready reports whether the database answers.
