@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gatehouse-id/gatehouse/events"
 	"github.com/gatehouse-id/gatehouse/internal/mountpath"
 	"github.com/gatehouse-id/gatehouse/publicauth"
 	"github.com/gatehouse-id/gatehouse/storage"
@@ -129,6 +130,7 @@ type options struct {
 	logger *slog.Logger
 	store  *storage.Store
 	mailer publicauth.Mailer
+	events events.Sink // WithEvents
 }
 
 // WithClock makes the provider read time from now (tests); nil means the real clock.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ory/fosite"
 
+	"github.com/gatehouse-id/gatehouse/events"
 	"github.com/gatehouse-id/gatehouse/publicauth"
 	"github.com/gatehouse-id/gatehouse/storage"
 	"github.com/gatehouse-id/gatehouse/ui"
@@ -159,6 +160,7 @@ func (h uiHost) DecideConsent(w http.ResponseWriter, r *http.Request, token stri
 		p.authorizeError(w, r, ar, fosite.ErrServerError.WithWrap(err))
 		return
 	}
+	p.events.Emit(ctx, &events.ConsentGranted{UserID: user.ID, ClientID: row.ClientID, Scopes: granted})
 	authTime := session.AuthTime
 	if row.UserID == user.ID && row.AuthTime != nil {
 		authTime = *row.AuthTime

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ory/fosite"
 
+	"github.com/gatehouse-id/gatehouse/events"
 	"github.com/gatehouse-id/gatehouse/internal/mountpath"
 	"github.com/gatehouse-id/gatehouse/permissions"
 	"github.com/gatehouse-id/gatehouse/publicauth"
@@ -36,6 +37,7 @@ type Provider struct {
 	random   io.Reader
 	store    *storage.Store
 	ownStore bool
+	events   *events.Emitter // nil without WithEvents
 
 	keys     *keySet
 	oauth    *fosite.Fosite
@@ -79,7 +81,7 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	}
 	ctx := context.Background()
 
-	p := &Provider{cfg: cfg, log: o.logger, now: o.now, random: o.random, store: o.store}
+	p := &Provider{cfg: cfg, log: o.logger, now: o.now, random: o.random, store: o.store, events: o.emitter()}
 	p.mount, _ = mountpath.Of(cfg.Issuer) // withDefaults checked it
 	if p.store == nil {
 		if p.store, err = storage.Open(ctx, cfg.DSN, storage.WithLogger(o.logger), storage.WithPool(cfg.DBPool)); err != nil {
@@ -119,7 +121,7 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	if err := p.keys.ensure(ctx); err != nil {
 		return fail(fmt.Errorf("provider: signing keys: %w", err))
 	}
-	p.oauth, p.idSigner = newOAuth2Provider(cfg, p.store, p.keys, o.now)
+	p.oauth, p.idSigner = newOAuth2Provider(cfg, p.fositeStore(), p.keys, o.now)
 
 	if p.limiter, p.closeLimiter, err = newLimiter(cfg.PublicAuth, o); err != nil {
 		return fail(err)
@@ -155,7 +157,8 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 // ServeHTTP routes a request to the provider's endpoints and pages. Each request loads a
 // client from the database at most once (storage.WithClientMemo).
 func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	p.router.ServeHTTP(w, r.WithContext(storage.WithClientMemo(r.Context())))
+	ctx := p.eventRequest(storage.WithClientMemo(r.Context()), r)
+	p.router.ServeHTTP(w, r.WithContext(ctx))
 }
 
 // Ready reports whether the database answers.

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gatehouse-id/gatehouse/events"
 	"github.com/gatehouse-id/gatehouse/internal/mountpath"
 	"github.com/gatehouse-id/gatehouse/internal/sameorigin"
 )
@@ -25,6 +26,7 @@ type options struct {
 	logger  *slog.Logger
 	mailer  Mailer
 	limiter Limiter
+	events  *events.Emitter
 }
 
 // WithClock makes the service read the time from clock (expiry, timestamps). A nil clock, or
@@ -66,6 +68,7 @@ type Service struct {
 	store   Store
 	mailer  Mailer
 	limiter Limiter
+	events  *events.Emitter
 	mail    *mailTemplates
 
 	lifespan      map[string]time.Duration // by session kind
@@ -144,6 +147,7 @@ func New(cfg Config, store Store, opts ...Option) (*Service, error) {
 		store:   store,
 		mailer:  o.mailer,
 		limiter: o.limiter,
+		events:  o.events,
 		mail:    templates,
 		lifespan: map[string]time.Duration{
 			SessionPublic: cfg.SessionLifespan,
