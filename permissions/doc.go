@@ -14,7 +14,9 @@
 //	GET    /api/admin/audit?userId=&clientId=&limit=&cursor=
 //
 // Who may call what is decided in one place (authorize, access.go); errors map to HTTP in
-// one table (Describe, http.go). The package imports nothing of Gatehouse: it declares what
+// one table (Describe, http.go). Every change also emits an events.PermissionChanged
+// (WithEvents), delivered once it committed. The package imports nothing of Gatehouse but
+// events and its internal helpers: it declares what
 // it needs as small interfaces — Store (records, audit, token revocation, transactions),
 // Tokens (stateful bearer-token validation), Admins (the admin-session check) and Directory
 // (users and client names) — which package storage and the provider implement.

@@ -7,7 +7,8 @@ import (
 )
 
 // Routes registers the permission routes (SSO interface §4 items 15–20) and the admin
-// listings on r:
+// listings on r, relative to the provider's mount path (the provider strips it before
+// routing, so under the issuer https://acme.example/auth they are /auth/api/users/…):
 //
 //	GET    /api/users/{userId}/apps/{clientId}/permissions         token or admin
 //	PUT    /api/users/{userId}/apps/{clientId}/permissions         client token + manage_permissions

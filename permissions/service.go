@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/gatehouse-id/gatehouse/events"
 	"github.com/gatehouse-id/gatehouse/internal/sameorigin"
 )
 
@@ -46,6 +47,7 @@ type options struct {
 	clock  func() time.Time
 	random io.Reader
 	logger *slog.Logger
+	events *events.Emitter
 }
 
 // WithClock makes the service read the time from clock. Nil, or no WithClock, is time.Now.
@@ -59,6 +61,11 @@ func WithRandom(random io.Reader) Option { return func(o *options) { o.random = 
 // no WithLogger, is slog.Default().
 func WithLogger(logger *slog.Logger) Option { return func(o *options) { o.logger = logger } }
 
+// WithEvents makes the service emit a PermissionChanged for every change of a record (and
+// a FamilyRevoked when a revocation revokes the user's tokens for the client), delivered
+// once the change has committed. A nil em, or no WithEvents, emits nothing.
+func WithEvents(em *events.Emitter) Option { return func(o *options) { o.events = em } }
+
 // Service reads and changes permission records. It is safe for concurrent use.
 type Service struct {
 	cfg    Config
@@ -71,6 +78,7 @@ type Service struct {
 	clock      func() time.Time
 	random     io.Reader
 	logger     *slog.Logger
+	events     *events.Emitter
 }
 
 // New returns a Service over its collaborators; none may be nil.
@@ -96,7 +104,7 @@ func New(cfg Config, store Store, tokens Tokens, admins Admins, dir Directory, o
 		o.logger = slog.Default()
 	}
 	return &Service{cfg: cfg, store: store, tokens: tokens, admins: admins, dir: dir, sameOrigin: sameOrigin,
-		clock: o.clock, random: o.random, logger: o.logger}, nil
+		clock: o.clock, random: o.random, logger: o.logger, events: o.events}, nil
 }
 
 // now is the service's time in UTC at the microsecond precision the store keeps, so what a
@@ -219,7 +227,9 @@ func (s *Service) change(ctx context.Context, by Actor, action, userID, clientID
 			if err := s.store.AddAuditEntry(ctx, entry); err != nil {
 				return err
 			}
+			s.events.Emit(ctx, changedEvent(entry))
 			if action == ActionRevoke && !s.cfg.KeepTokensOnRevoke {
+				s.events.Emit(ctx, &events.FamilyRevoked{Reason: events.ReasonPermissionRevoked, Subject: userID, ClientID: clientID})
 				return s.store.RevokeTokensOf(ctx, userID, clientID)
 			}
 			return nil
@@ -316,4 +326,14 @@ func decodeCursor(s string) (Cursor, error) {
 		return Cursor{}, &InputError{Field: "cursor", Reason: "is not a cursor this listing returned"}
 	}
 	return Cursor{At: c.At.UTC(), Key: c.Key}, nil
+}
+
+// changedEvent is the PermissionChanged of an audit entry.
+func changedEvent(a *AuditEntry) *events.PermissionChanged {
+	e := &events.PermissionChanged{Meta: events.Meta{At: a.At}, UserID: a.UserID, ClientID: a.ClientID, Action: a.Action,
+		ActorKind: a.Actor.Kind, ActorID: a.Actor.ID, NewStatus: a.After.Status, NewRole: a.After.Role}
+	if a.Before != nil {
+		e.OldStatus, e.OldRole = a.Before.Status, a.Before.Role
+	}
+	return e
 }

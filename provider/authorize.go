@@ -201,14 +201,15 @@ func (p *Provider) decide(w http.ResponseWriter, r *http.Request, ar fosite.Auth
 				p.authorizeError(w, r, ar, fosite.ErrConsentRequired.WithHint("The user has not consented to this client."))
 				return
 			}
-			p.pause(w, r, ar, f, "/consent")
+			p.pause(w, r, ar, f, p.mount+"/consent")
 			return
 		}
 	}
 	p.issue(w, r, ar, user, authTime, session.Method, f)
 }
 
-// pause stores the request (once) and sends the browser to a hosted page.
+// pause stores the request (once) and sends the browser to a hosted page, page its path
+// (under the mount path).
 func (p *Provider) pause(w http.ResponseWriter, r *http.Request, ar fosite.AuthorizeRequester, f flow, page string) {
 	token := f.token
 	if token == "" {

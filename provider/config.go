@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gatehouse-id/gatehouse/events"
+	"github.com/gatehouse-id/gatehouse/internal/mountpath"
 	"github.com/gatehouse-id/gatehouse/publicauth"
 	"github.com/gatehouse-id/gatehouse/storage"
 	"github.com/gatehouse-id/gatehouse/ui"
@@ -24,11 +26,28 @@ type ContentSecurityPolicy = ui.ContentSecurityPolicy
 // has a working default, stated on the field; New validates the whole struct at once.
 type Config struct {
 	// Issuer is the public base URL of the provider: the `iss` of every token and the prefix
-	// of every endpoint in discovery. A trailing slash is dropped. Default DefaultIssuer.
+	// of every endpoint in discovery. Its path is the mount point: every route, hosted page,
+	// redirect, mailed link, social callback and cookie Path lies under it. With the issuer
+	// https://acme.example/auth the provider serves /auth/.well-known/openid-configuration
+	// (OpenID Connect Discovery §4), /auth/api/oauth/authorize, /auth/login and so on, and
+	// answers a request outside /auth/ with the JSON 404. Mount it with the path as
+	// requested, mux.Handle("/auth/", p), not behind http.StripPrefix: a request whose
+	// prefix was stripped is outside the mount point and gets the 404 too. The path must be
+	// plain: segments of letters, digits and "-._~" (no percent-encoding, no "." or ".."
+	// segment). The __Host- CSRF cookie of an https issuer keeps Path=/, which its prefix
+	// requires. A trailing slash is dropped. Default DefaultIssuer (at the root).
 	Issuer string
 	// DSN selects the database: "sqlite:PATH" or "postgres://…". Default DefaultDSN.
-	// Ignored when WithStore is given.
+	// SQLite needs its driver linked into the program with
+	// import _ "github.com/gatehouse-id/gatehouse/storage/sqlite" (the bundled server does);
+	// without it New fails with an error naming that import. Ignored when WithStore is given:
+	// a store made with storage.FromGorm or storage.FromDB shares the embedder's own pool,
+	// with storage.WithTablePrefix keeping Gatehouse's tables apart.
 	DSN string
+	// DBPool limits the connection pool New opens for DSN; a zero field keeps its default
+	// (see storage.Pool: 25 open connections on Postgres, 8 on SQLite). Ignored when
+	// WithStore is given.
+	DBPool storage.Pool
 	// Secret is the system secret (at least 32 bytes). Client secrets are keyed-hashed
 	// and signing keys encrypted under keys derived from it. Required.
 	Secret []byte
@@ -111,6 +130,7 @@ type options struct {
 	logger *slog.Logger
 	store  *storage.Store
 	mailer publicauth.Mailer
+	events events.Sink // WithEvents
 }
 
 // WithClock makes the provider read time from now (tests); nil means the real clock.
@@ -134,8 +154,10 @@ func WithLogger(l *slog.Logger) Option {
 	return func(o *options) error { o.logger = l; return nil }
 }
 
-// WithStore makes the provider use an already opened store instead of opening Config.DSN.
-// The caller keeps ownership: Close does not close it.
+// WithStore makes the provider use an already opened store instead of opening Config.DSN,
+// for example one made by storage.FromGorm on the embedder's own pool with
+// storage.WithTablePrefix. New still migrates it unless Config.SkipMigrate. The caller
+// keeps ownership: Close does not close it.
 func WithStore(s *storage.Store) Option {
 	return func(o *options) error {
 		if s == nil {
@@ -190,6 +212,8 @@ func (cfg Config) withDefaults() (Config, error) {
 	var errs []error
 	if u, err := url.Parse(cfg.Issuer); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
 		errs = append(errs, fmt.Errorf("issuer %q must be an absolute http(s) URL without query or fragment", cfg.Issuer))
+	} else if _, err := mountpath.Of(cfg.Issuer); err != nil {
+		errs = append(errs, err)
 	}
 	if len(cfg.Secret) < 32 {
 		errs = append(errs, errors.New("secret must be at least 32 bytes"))

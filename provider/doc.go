@@ -23,6 +23,16 @@
 // limiter (memory, or Redis shared by replicas) backs every rate limit, including the limit
 // on failed client authentication at the token, revocation and introspection endpoints.
 //
+// New opens Config.DSN itself (SQLite needs import _ ".../storage/sqlite"; Config.DBPool
+// limits the pool), or runs on a store the embedder made and keeps, given with WithStore:
+// storage.FromGorm or storage.FromDB on the embedder's own pool, with
+// storage.WithTablePrefix keeping Gatehouse's tables apart from the embedder's.
+//
+// The issuer's path is where the provider lives: with the issuer https://acme.example/auth
+// every endpoint, page, redirect, mailed link, social callback and cookie Path lies under
+// /auth/, so a company mounts it beside its own routes with mux.Handle("/auth/", p) (not
+// behind http.StripPrefix); see Config.Issuer.
+//
 // An API in the same process checks access tokens with VerifyAccessToken, or guards its
 // routes with RequireScopes and reads the token back with AccessTokenFromContext.
 //

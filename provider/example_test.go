@@ -117,10 +117,44 @@ func ExampleProvider_RequireScopes() {
 	// 200  reports for reports
 }
 
-// exampleProvider is a provider on a fresh SQLite file with one client_credentials client,
-// "reports", which may ask for reports:read, and that client's secret; cleanup closes the
-// provider and removes the file.
-func exampleProvider() (p *provider.Provider, secret string, cleanup func()) {
+// WithEvents tells a team's server what happened: here a sink logs each event with the
+// fields it cares about. It runs after the change committed, on the request's goroutine.
+func ExampleWithEvents() {
+	sink := func(ctx context.Context, e provider.Event) {
+		switch e := e.(type) {
+		case *provider.TokenIssued:
+			fmt.Println(e.Name(), e.GrantType, e.ClientID, e.Scopes)
+		case *provider.TokenRevoked:
+			fmt.Println(e.Name(), e.Kind, e.ClientID)
+		case *provider.LoginFailed:
+			fmt.Println(e.Name(), e.Method, e.Reason, e.Metadata().ClientIP)
+		default:
+			fmt.Println(e.Name())
+		}
+	}
+	p, secret, cleanup := exampleProvider(provider.WithEvents(sink))
+	defer cleanup()
+
+	token := exampleClientToken(p, secret, "reports:read")
+	revoke := httptest.NewRequest(http.MethodPost, "/api/oauth/revoke", strings.NewReader(url.Values{"token": {token}}.Encode()))
+	revoke.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	revoke.SetBasicAuth("reports", secret)
+	p.ServeHTTP(httptest.NewRecorder(), revoke)
+
+	login := httptest.NewRequest(http.MethodPost, "/api/public/login",
+		strings.NewReader(`{"email": "nobody@example.com", "password": "not a password of ours"}`))
+	login.Header.Set("Content-Type", "application/json")
+	p.ServeHTTP(httptest.NewRecorder(), login)
+	// Output:
+	// token.issued client_credentials reports [reports:read]
+	// token.revoked access_token reports
+	// login.failed password bad_credentials 192.0.2.1
+}
+
+// exampleProvider is a provider on a fresh SQLite file, with opts, and one client_credentials
+// client, "reports", which may ask for reports:read, and that client's secret; cleanup
+// closes the provider and removes the file.
+func exampleProvider(opts ...provider.Option) (p *provider.Provider, secret string, cleanup func()) {
 	dir, err := os.MkdirTemp("", "gatehouse-example")
 	if err != nil {
 		log.Fatal(err)
@@ -129,7 +163,7 @@ func exampleProvider() (p *provider.Provider, secret string, cleanup func()) {
 		Issuer: "https://sso.example.com",
 		DSN:    "sqlite:" + filepath.Join(dir, "gatehouse.db"),
 		Secret: []byte("an example system secret of 32+ bytes"),
-	}, provider.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	}, append([]provider.Option{provider.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}, opts...)...)
 	if err != nil {
 		log.Fatal(err)
 	}

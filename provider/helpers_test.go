@@ -26,6 +26,8 @@ import (
 	"github.com/gatehouse-id/gatehouse/internal/testlog"
 	"github.com/gatehouse-id/gatehouse/provider"
 	"github.com/gatehouse-id/gatehouse/storage"
+	// The tests open SQLite databases: link its driver.
+	_ "github.com/gatehouse-id/gatehouse/storage/sqlite"
 	"github.com/gatehouse-id/gatehouse/storage/storagetest"
 )
 
@@ -57,12 +59,15 @@ func forEachBackend(t *testing.T, test func(t *testing.T, b storagetest.Backend)
 	}
 }
 
-// env is one provider served over real HTTP, its issuer the server's own URL.
+// env is one provider served over real HTTP, its issuer the server's own URL (plus the
+// mount path, for a mounted provider).
 type env struct {
 	issuer string
-	p      *provider.Provider
-	store  *storage.Store
-	srv    *httptest.Server
+	// base is the mount path, the issuer's path: "" at the root, else e.g. "/auth".
+	base  string
+	p     *provider.Provider
+	store *storage.Store
+	srv   *httptest.Server
 	// back is the relying party's back channel: no cookies, redirects not followed.
 	back *http.Client
 	// ctx carries back for oauth2 and go-oidc.
@@ -80,9 +85,29 @@ func newEnv(t *testing.T, b storagetest.Backend, cfg provider.Config, opts ...pr
 // newEnvFor is newEnv with the config made by config once the issuer is known.
 func newEnvFor(t *testing.T, b storagetest.Backend, config func(issuer string) provider.Config, opts ...provider.Option) *env {
 	t.Helper()
-	store := b.Open(t)
+	return newEnvAt(t, b.Open(t), "", config, opts...)
+}
+
+// newEnvOnStore is newEnvFor on a store the test made (and keeps: the provider gets it
+// through WithStore).
+func newEnvOnStore(t *testing.T, store *storage.Store, config func(issuer string) provider.Config, opts ...provider.Option) *env {
+	t.Helper()
+	return newEnvAt(t, store, "", config, opts...)
+}
+
+// companyStatus is what the embedding company's own routes answer in a mounted env: any
+// request that leaves the provider's mount path ends there, visibly.
+const companyStatus = http.StatusTeapot
+
+// newEnvAt is newEnvOnStore for a provider mounted under mount ("" for the root, or a
+// path such as "/auth"): the issuer is the server's URL plus mount, and the server is a
+// company's mux that hands mount+"/" to the provider, as an embedder does
+// (mux.Handle("/auth/", p)), and answers every other path, its own /login among them,
+// with companyStatus.
+func newEnvAt(t *testing.T, store *storage.Store, mount string, config func(issuer string) provider.Config, opts ...provider.Option) *env {
+	t.Helper()
 	srv := httptest.NewUnstartedServer(nil)
-	issuer := "http://" + srv.Listener.Addr().String()
+	issuer := "http://" + srv.Listener.Addr().String() + mount
 	cfg := config(issuer)
 	cfg.Issuer = issuer
 	if cfg.Secret == nil {
@@ -97,6 +122,12 @@ func newEnvFor(t *testing.T, b storagetest.Backend, config func(issuer string) p
 		t.Fatalf("provider.New: %v", err)
 	}
 	srv.Config.Handler = p
+	if mount != "" {
+		company := http.NewServeMux()
+		company.Handle(mount+"/", p)
+		company.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(companyStatus) })
+		srv.Config.Handler = company
+	}
 	srv.Start()
 	t.Cleanup(func() {
 		srv.Close()
@@ -112,7 +143,7 @@ func newEnvFor(t *testing.T, b storagetest.Backend, config func(issuer string) p
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	ctx := oidc.ClientContext(context.WithValue(context.Background(), oauth2.HTTPClient, back), back)
-	return &env{issuer: cfg.Issuer, p: p, store: store, srv: srv, back: back, ctx: ctx}
+	return &env{issuer: cfg.Issuer, base: mount, p: p, store: store, srv: srv, back: back, ctx: ctx}
 }
 
 // user creates a verified user whose password is testPassword.
@@ -151,6 +182,8 @@ func (e *env) client(t *testing.T, spec provider.ClientSpec) provider.ClientInfo
 // post-logout URI, or anywhere else), so the test reads that redirect.
 type browser struct {
 	client *http.Client
+	// base is the provider's mount path (env.base).
+	base string
 }
 
 func (e *env) browser(t *testing.T) *browser {
@@ -160,7 +193,7 @@ func (e *env) browser(t *testing.T) *browser {
 		t.Fatal(err)
 	}
 	host := e.srv.Listener.Addr().String()
-	return &browser{client: &http.Client{
+	return &browser{base: e.base, client: &http.Client{
 		Jar:     jar,
 		Timeout: 10 * time.Second,
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
@@ -292,7 +325,7 @@ func attr(n *html.Node, name string) string {
 // login fills in and submits the login form that p shows, as email with testPassword.
 func (b *browser) login(t *testing.T, p page, email string) page {
 	t.Helper()
-	if p.status != http.StatusOK || p.url.Path != "/login" {
+	if p.status != http.StatusOK || p.url.Path != b.base+"/login" {
 		t.Fatalf("got %s, want the login page", p)
 	}
 	f := p.form(t)
@@ -309,7 +342,7 @@ func (b *browser) login(t *testing.T, p page, email string) page {
 // consent answers the consent page p with decision, "allow" or "deny".
 func (b *browser) consent(t *testing.T, p page, decision string) page {
 	t.Helper()
-	if p.status != http.StatusOK || p.url.Path != "/consent" {
+	if p.status != http.StatusOK || p.url.Path != b.base+"/consent" {
 		t.Fatalf("got %s, want the consent page", p)
 	}
 	f := p.form(t)
@@ -517,10 +550,10 @@ func (rp *relyingParty) signIn(t *testing.T, e *env, b *browser, email string, o
 	t.Helper()
 	ar := rp.start(opts...)
 	p := b.get(t, ar.String())
-	if p.status == http.StatusOK && p.url.Path == "/login" {
+	if p.status == http.StatusOK && p.url.Path == e.base+"/login" {
 		p = b.login(t, p, email)
 	}
-	if p.status == http.StatusOK && p.url.Path == "/consent" {
+	if p.status == http.StatusOK && p.url.Path == e.base+"/consent" {
 		p = b.consent(t, p, "allow")
 	}
 	code := wantCode(t, e, ar, callback(t, p, rp.config.RedirectURL))

@@ -174,7 +174,7 @@ func TestHostedMagicLinkInCodeFlow(t *testing.T) {
 func (b *browser) magicLinkInFlow(t *testing.T, e *env, mail *smtptest.Server, ar *authRequest, email string) (link, paused string) {
 	t.Helper()
 	login := b.get(t, ar.String())
-	if login.status != http.StatusOK || login.url.Path != "/login" {
+	if login.status != http.StatusOK || login.url.Path != e.base+"/login" {
 		t.Fatalf("got %s, want the login page", login)
 	}
 	f := login.form(t)
@@ -192,7 +192,7 @@ func (b *browser) magicLinkInFlow(t *testing.T, e *env, mail *smtptest.Server, a
 func (b *browser) openMagicLink(t *testing.T, e *env, link string) page {
 	t.Helper()
 	p := b.get(t, link)
-	if p.status != http.StatusOK || p.url.Path != publicauth.PathMagicLogin {
+	if p.status != http.StatusOK || p.url.Path != e.base+publicauth.PathMagicLogin {
 		t.Fatalf("got %s, want the magic-login page", p)
 	}
 	f := p.form(t)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ory/fosite"
 
+	"github.com/gatehouse-id/gatehouse/events"
 	"github.com/gatehouse-id/gatehouse/publicauth"
 	"github.com/gatehouse-id/gatehouse/storage"
 	"github.com/gatehouse-id/gatehouse/ui"
@@ -37,18 +38,19 @@ func (p *Provider) newUI(cfg Config) (*ui.UI, error) {
 	}, p.auth, p.social, uiHost{p})
 }
 
-// resumePath is the internal path that continues the paused authorization request token
-// names.
-func resumePath(token string) string {
-	return resumePrefix + url.Values{requestParam: {token}}.Encode()
+// resumePath is the internal path, under the mount path, that continues the paused
+// authorization request token names.
+func (p *Provider) resumePath(token string) string {
+	return p.mount + resumePrefix + url.Values{requestParam: {token}}.Encode()
 }
 
+// resumePrefix is the start of a resume path after the mount path.
 const resumePrefix = "/api/oauth/authorize/resume?"
 
 // pausedRequestIn is the paused-request token that an internal path resuming it names, or
 // "" for any other path.
-func pausedRequestIn(path string) string {
-	query, ok := strings.CutPrefix(path, resumePrefix)
+func (p *Provider) pausedRequestIn(path string) string {
+	query, ok := strings.CutPrefix(path, p.mount+resumePrefix)
 	if !ok {
 		return ""
 	}
@@ -119,7 +121,7 @@ func (h uiHost) ResumeLogin(ctx context.Context, ref, userID string, authTime ti
 		}
 		return "", err
 	}
-	return resumePath(token), nil
+	return h.p.resumePath(token), nil
 }
 
 // DecideConsent implements ui.Host. Allow remembers the scopes for this user and client and
@@ -133,7 +135,7 @@ func (h uiHost) DecideConsent(w http.ResponseWriter, r *http.Request, token stri
 	}
 	session, user, err := p.auth.CurrentSession(r, publicauth.SessionPublic)
 	if err != nil {
-		http.Redirect(w, r, ui.LoginPath(token), http.StatusSeeOther)
+		http.Redirect(w, r, p.ui.LoginPath(token), http.StatusSeeOther)
 		return
 	}
 	f := flow{requestedAt: row.RequestedAt.UTC(), token: token, paused: row}
@@ -158,6 +160,7 @@ func (h uiHost) DecideConsent(w http.ResponseWriter, r *http.Request, token stri
 		p.authorizeError(w, r, ar, fosite.ErrServerError.WithWrap(err))
 		return
 	}
+	p.events.Emit(ctx, &events.ConsentGranted{UserID: user.ID, ClientID: row.ClientID, Scopes: granted})
 	authTime := session.AuthTime
 	if row.UserID == user.ID && row.AuthTime != nil {
 		authTime = *row.AuthTime

@@ -16,7 +16,7 @@ func (p *Provider) newPermissions() (*permissions.Service, error) {
 	seams := permissionSeams{p: p}
 	return permissions.New(permissions.Config{KeepTokensOnRevoke: p.cfg.Permissions.KeepTokensOnRevoke, BaseURL: p.cfg.Issuer},
 		p.store, seams, seams, seams,
-		permissions.WithClock(p.now), permissions.WithRandom(p.random), permissions.WithLogger(p.log))
+		permissions.WithClock(p.now), permissions.WithRandom(p.random), permissions.WithLogger(p.log), permissions.WithEvents(p.events))
 }
 
 // permissionSeams adapts the provider to what package permissions declares: Tokens, Admins

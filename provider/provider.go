@@ -12,9 +12,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gorilla/mux"
 	"github.com/ory/fosite"
 
+	"github.com/gatehouse-id/gatehouse/events"
+	"github.com/gatehouse-id/gatehouse/internal/mountpath"
 	"github.com/gatehouse-id/gatehouse/permissions"
 	"github.com/gatehouse-id/gatehouse/publicauth"
 	"github.com/gatehouse-id/gatehouse/social"
@@ -24,14 +25,19 @@ import (
 
 // Provider is a complete OpenID Connect provider: an http.Handler serving the OAuth 2.0 and
 // OpenID Connect endpoints under /api/oauth/ and /.well-known/, the public authentication
-// API under /api/public/, and the hosted login, registration and consent pages.
+// API under /api/public/, and the hosted login, registration and consent pages, all under
+// the issuer's path (Config.Issuer).
 type Provider struct {
-	cfg      Config
+	cfg Config
+	// mount is the issuer's path (mountpath.Of), "" at the root: the prefix of every route
+	// and of every path the provider redirects to.
+	mount    string
 	log      *slog.Logger
 	now      func() time.Time
 	random   io.Reader
 	store    *storage.Store
 	ownStore bool
+	events   *events.Emitter // nil without WithEvents
 
 	keys     *keySet
 	oauth    *fosite.Fosite
@@ -40,7 +46,8 @@ type Provider struct {
 	social   *social.Service
 	perms    *permissions.Service
 	ui       *ui.UI
-	router   *mux.Router
+	// router serves every endpoint under the mount path (routes).
+	router http.Handler
 	// limiter counts attempts for every rate limit; closeLimiter releases its Redis
 	// connection, if any.
 	limiter      publicauth.Limiter
@@ -74,9 +81,10 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	}
 	ctx := context.Background()
 
-	p := &Provider{cfg: cfg, log: o.logger, now: o.now, random: o.random, store: o.store}
+	p := &Provider{cfg: cfg, log: o.logger, now: o.now, random: o.random, store: o.store, events: o.emitter()}
+	p.mount, _ = mountpath.Of(cfg.Issuer) // withDefaults checked it
 	if p.store == nil {
-		if p.store, err = storage.Open(ctx, cfg.DSN, storage.WithLogger(o.logger)); err != nil {
+		if p.store, err = storage.Open(ctx, cfg.DSN, storage.WithLogger(o.logger), storage.WithPool(cfg.DBPool)); err != nil {
 			return nil, fmt.Errorf("provider: open database: %w", err)
 		}
 		p.ownStore = true
@@ -113,7 +121,7 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	if err := p.keys.ensure(ctx); err != nil {
 		return fail(fmt.Errorf("provider: signing keys: %w", err))
 	}
-	p.oauth, p.idSigner = newOAuth2Provider(cfg, p.store, p.keys, o.now)
+	p.oauth, p.idSigner = newOAuth2Provider(cfg, p.fositeStore(), p.keys, o.now)
 
 	if p.limiter, p.closeLimiter, err = newLimiter(cfg.PublicAuth, o); err != nil {
 		return fail(err)
@@ -149,7 +157,8 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 // ServeHTTP routes a request to the provider's endpoints and pages. Each request loads a
 // client from the database at most once (storage.WithClientMemo).
 func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	p.router.ServeHTTP(w, r.WithContext(storage.WithClientMemo(r.Context())))
+	ctx := p.eventRequest(storage.WithClientMemo(r.Context()), r)
+	p.router.ServeHTTP(w, r.WithContext(ctx))
 }
 
 // Ready reports whether the database answers.

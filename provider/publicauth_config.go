@@ -168,7 +168,7 @@ func newPublicAuth(cfg Config, store *storage.Store, limiter publicauth.Limiter,
 	}
 	return publicauth.New(cfg.publicAuthConfig(), store,
 		publicauth.WithClock(o.now), publicauth.WithRandom(o.random), publicauth.WithLogger(o.logger),
-		publicauth.WithMailer(mailer), publicauth.WithLimiter(limiter))
+		publicauth.WithMailer(mailer), publicauth.WithLimiter(limiter), publicauth.WithEvents(o.emitter()))
 }
 
 // publicAuthConfig is the configuration of the public authentication service cfg describes.

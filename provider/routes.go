@@ -2,14 +2,19 @@ package provider
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/gorilla/mux"
 
 	"github.com/gatehouse-id/gatehouse/internal/httpjson"
 )
 
-// routes registers every endpoint of the provider in one place.
-func (p *Provider) routes() *mux.Router {
+// routes registers every endpoint of the provider in one place and returns the handler
+// that serves them under the mount path (the issuer's path): with the issuer
+// https://acme.example/auth the token endpoint is /auth/api/oauth/token. A request outside
+// the mount path (a root path, or one whose prefix an http.StripPrefix already removed)
+// gets the JSON 404, as does an unknown path inside it.
+func (p *Provider) routes() http.Handler {
 	r := mux.NewRouter()
 	get, post := http.MethodGet, http.MethodPost
 
@@ -28,11 +33,27 @@ func (p *Provider) routes() *mux.Router {
 	p.social.Routes(r)
 	p.perms.Routes(r)
 
-	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	notFound := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		httpjson.WriteError(w, http.StatusNotFound, "no such endpoint")
 	})
+	r.NotFoundHandler = notFound
 	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		httpjson.WriteError(w, http.StatusMethodNotAllowed, "method not allowed on this endpoint")
 	})
-	return r
+	if p.mount == "" {
+		return r
+	}
+	// The router sees the path that follows the mount path, which every route, page and
+	// link of the provider is written relative to. It must not redirect an unclean path to
+	// its clean form: that Location would lack the mount path. The embedder's mux has
+	// cleaned the whole path already (http.ServeMux redirects unclean paths itself).
+	r.SkipClean(true)
+	inside := http.StripPrefix(p.mount, r)
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if !strings.HasPrefix(req.URL.Path, p.mount+"/") {
+			notFound(w, req)
+			return
+		}
+		inside.ServeHTTP(w, req)
+	})
 }

@@ -23,12 +23,12 @@ func (p *Provider) newSocial(cfg Config) (*social.Service, error) {
 
 // loginPage is where an authorization request paused for login sends the browser: straight
 // to the social login its `provider` parameter names (SSO interface §4 item 1), when that
-// provider is enabled, else the hosted login page.
+// provider is enabled, else the hosted login page; a path under the mount path.
 func (p *Provider) loginPage(form url.Values) string {
 	if path, ok := p.social.LoginURL(form.Get("provider"), ""); ok {
 		return path
 	}
-	return "/login"
+	return p.ui.LoginPath("")
 }
 
 // socialHost is the provider as the social login's social.Host. It is a separate,
@@ -53,7 +53,7 @@ func (h socialHost) CompleteLogin(w http.ResponseWriter, r *http.Request, u *pub
 	if token == "" {
 		// A return path that resumes a paused request is that request: kept by reference
 		// in a PIN challenge, like any other.
-		token = pausedRequestIn(returnTo)
+		token = h.p.pausedRequestIn(returnTo)
 	}
 	dest := flowDestination(token)
 	switch {

@@ -257,7 +257,7 @@ func socialBrowser(t *testing.T, e *env, upstreams ...string) *browser {
 		}
 		hosts = append(hosts, u.Host)
 	}
-	return &browser{client: &http.Client{
+	return &browser{base: e.base, client: &http.Client{
 		Jar:     jar,
 		Timeout: 10 * time.Second,
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {

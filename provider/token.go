@@ -16,7 +16,7 @@ import (
 // client_credentials among the client's registered audiences, otherwise among the grant's,
 // which narrows the grant to them from then on.
 func (p *Provider) token(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
+	ctx, _ := p.watchGrant(r.Context())
 	session := newSession()
 	var resourceErr error
 	// fosite parses the body the same way next and reads the audience from r.PostForm.
@@ -53,6 +53,7 @@ func (p *Provider) token(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp.SetTokenType("Bearer") // fosite writes "bearer"; the SSO interface shows "Bearer"
+	p.events.Emit(ctx, tokenIssued(ar, session, resp))
 	p.oauth.WriteAccessResponse(ctx, w, ar, resp)
 }
 
@@ -77,7 +78,8 @@ func (p *Provider) accessError(w http.ResponseWriter, r *http.Request, ar fosite
 // revoking a refresh token also revokes the access tokens of its grant. An unknown token is
 // answered 200, as §2.2 requires.
 func (p *Provider) revoke(w http.ResponseWriter, r *http.Request) {
-	err := asTemporarilyUnavailable(p.oauth.NewRevocationRequest(r.Context(), r))
+	ctx, watch := p.watchGrant(r.Context())
+	err := asTemporarilyUnavailable(p.oauth.NewRevocationRequest(ctx, r))
 	if err != nil {
 		// fosite's revocation writer answers 200 to every error but invalid_request and
 		// invalid_client, which would tell a client that another client's token (§2.1), or
@@ -85,6 +87,9 @@ func (p *Provider) revoke(w http.ResponseWriter, r *http.Request) {
 		p.logServerError(r, "revocation failed", err)
 		p.oauth.WriteAccessError(r.Context(), w, nil, err)
 		return
+	}
+	if e := watch.tokenRevoked(); e != nil {
+		p.events.Emit(ctx, e)
 	}
 	p.oauth.WriteRevocationResponse(r.Context(), w, nil)
 }

@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/gatehouse-id/gatehouse/internal/mountpath"
 )
 
 // Config is the data that configures a Service. The zero value of every field but Secret has
@@ -28,8 +30,11 @@ type Config struct {
 
 	// BaseURL is the absolute http(s) URL the links in mail point to:
 	// BaseURL+"/api/public/verify-email?token=…", BaseURL+"/api/public/magic-login?token=…"
-	// and the hosted reset form BaseURL+"/reset-password?token=…". A trailing slash is
-	// dropped. Default "http://localhost:8080".
+	// and the hosted reset form BaseURL+"/reset-password?token=…". Its path is where the
+	// service is mounted (package internal/mountpath): the session cookies' Path is that
+	// path plus "/", and an internal path a login resumes (Destination.Resume) must lie
+	// under it. The path must be plain (mountpath.Of); a trailing slash is dropped. Default
+	// "http://localhost:8080".
 	BaseURL string
 	// ServiceName names the deployment in mail subjects and greetings: default "Gatehouse".
 	ServiceName string
@@ -174,6 +179,8 @@ func (c Config) withDefaults() (Config, map[string]bool, []error) {
 	if base, err := url.Parse(c.BaseURL); err != nil || (base.Scheme != "http" && base.Scheme != "https") ||
 		base.Host == "" || base.RawQuery != "" || base.Fragment != "" || base.User != nil {
 		errs = append(errs, fmt.Errorf("BaseURL must be an absolute http(s) URL without query, got %q", c.BaseURL))
+	} else if _, err := mountpath.Of(c.BaseURL); err != nil {
+		errs = append(errs, fmt.Errorf("BaseURL: %w", err))
 	}
 	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
 	if c.ServiceName == "" {

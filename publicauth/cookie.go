@@ -21,7 +21,10 @@ const cookieKeyInfo = "gatehouse publicauth session cookie v1 "
 
 // cookieCodec signs, verifies and writes one session cookie.
 type cookieCodec struct {
-	name     string
+	name string
+	// path is the cookie's Path: the service's mount path plus "/", so the browser sends
+	// the cookie to the service's routes only, not to the rest of an embedding site.
+	path     string
 	sameSite http.SameSite
 	lifespan time.Duration
 	codec    *securecookie.SecureCookie
@@ -30,9 +33,9 @@ type cookieCodec struct {
 // newCookieCodec returns the codec of the cookie of the given session kind. Its HMAC-SHA-256
 // key is HKDF-SHA-256(secret, info = cookieKeyInfo + cookie name), so each cookie has its own
 // key; securecookie also binds the cookie name into the MAC, so a `public-session` value is
-// never accepted as an `admin-session`.
-func newCookieCodec(secret []byte, kind string, lifespan time.Duration) (cookieCodec, error) {
-	c := cookieCodec{lifespan: lifespan}
+// never accepted as an `admin-session`. path is the cookie's Path.
+func newCookieCodec(secret []byte, kind string, lifespan time.Duration, path string) (cookieCodec, error) {
+	c := cookieCodec{lifespan: lifespan, path: path}
 	switch kind {
 	case SessionPublic:
 		c.name, c.sameSite = CookiePublic, http.SameSiteLaxMode
@@ -97,7 +100,7 @@ func (c cookieCodec) httpCookie(value string, maxAge int, secure bool) *http.Coo
 	return &http.Cookie{
 		Name:     c.name,
 		Value:    value,
-		Path:     "/",
+		Path:     c.path,
 		MaxAge:   maxAge,
 		HttpOnly: true,
 		Secure:   secure,

@@ -1,6 +1,6 @@
 package publicauth
 
-import "strings"
+import "github.com/gatehouse-id/gatehouse/internal/mountpath"
 
 // Destination is where a finished login goes. PausedRequest, when set, wins over Resume,
 // and Resume over RedirectURI.
@@ -13,16 +13,13 @@ type Destination struct {
 	// RedirectURI is a registered redirect URI or an allow-listed origin's URL (a magic link
 	// asked for through the JSON API).
 	RedirectURI string
-	// Resume is an internal path (beginning with "/" but not "//") the login goes to, e.g.
-	// the signed-in page. Only the provider sets it.
+	// Resume is an internal path the login goes to, e.g. the signed-in page: a path under
+	// Config.BaseURL's, by the rule of mountpath.Contains (beginning with "/" but not
+	// "//", and under a mount path nothing that resolves out of it). Only the provider sets
+	// it.
 	Resume string
 }
 
-// isInternalPath reports whether p is a path on this server: it begins with "/" and not with
-// "//" or "/\" (which browsers read as a host), and holds no control characters.
-func isInternalPath(p string) bool {
-	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.HasPrefix(p, `/\`) {
-		return false
-	}
-	return !strings.ContainsFunc(p, func(r rune) bool { return r < 0x20 || r == 0x7f })
-}
+// isInternalPath reports whether p is a path of this service: one a browser resolves to a
+// place under the service's mount path (mountpath.Contains).
+func (s *Service) isInternalPath(p string) bool { return mountpath.Contains(s.mount, p) }

@@ -21,6 +21,8 @@
 //
 // The package declares the storage it needs as small interfaces gathered in Store; package
 // storage implements them. Attempt counting is a Limiter (package ratelimit), injected like
-// the Mailer. It imports nothing else of Gatehouse, so the provider and the social and
-// permissions packages can build on it.
+// the Mailer. Logins, registrations, verifications and password changes are emitted as
+// package events' events (WithEvents). It imports nothing else of Gatehouse but events and
+// its internal helpers, so the provider and the social and permissions packages can build
+// on it.
 package publicauth

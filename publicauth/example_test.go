@@ -18,6 +18,8 @@ import (
 	"github.com/gatehouse-id/gatehouse/publicauth"
 	"github.com/gatehouse-id/gatehouse/ratelimit"
 	"github.com/gatehouse-id/gatehouse/storage"
+	// The examples and tests open SQLite databases: link its driver.
+	_ "github.com/gatehouse-id/gatehouse/storage/sqlite"
 )
 
 // A Service over the SQLite store, serving the /api/public/* endpoints on a router: register,

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+
+	"github.com/gatehouse-id/gatehouse/events"
 )
 
 // Identity is an account at a social or upstream OpenID Connect provider, as that provider
@@ -158,6 +160,7 @@ func (ids *Identities) login(ctx context.Context, id Identity, signedIn *User) (
 		}
 		return IdentityLogin{}, fmt.Errorf("publicauth: create social user: %w", err)
 	}
+	ids.s.events.Emit(ctx, &events.UserRegistered{UserID: u.ID, Email: u.Email, Method: id.Provider})
 	return IdentityLogin{User: u, Created: true}, nil
 }
 

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/url"
 	"time"
+
+	"github.com/gatehouse-id/gatehouse/events"
 )
 
 // mailTimeout bounds one background send, so a hung mail server cannot pile up goroutines.
@@ -184,7 +186,7 @@ func (s *Service) RequestMagicLink(ctx context.Context, req MagicLinkRequest) er
 // path; RedirectURI is required without Resume or PausedRequest and, when set, must be
 // registered or within an allowed origin.
 func (s *Service) checkDestination(ctx context.Context, d Destination) error {
-	if d.Resume != "" && !isInternalPath(d.Resume) {
+	if d.Resume != "" && !s.isInternalPath(d.Resume) {
 		return &InputError{Field: "resume", Reason: "must be a path on this server"}
 	}
 	if d.RedirectURI == "" {
@@ -226,6 +228,7 @@ func (s *Service) ConsumeMagicLink(ctx context.Context, token string) (*User, De
 		return s.markVerified(ctx, u)
 	})
 	if err != nil {
+		s.loginFailed(ctx, MethodMagicLink, u, err)
 		return nil, Destination{}, err
 	}
 	return u, dest, nil
@@ -307,7 +310,8 @@ func (s *Service) ResetPassword(ctx context.Context, token, password string) (*U
 		if u, err = s.store.ChangeUser(ctx, u.ID, UserChange{PasswordHash: &hash, EmailVerified: &verified}); err != nil {
 			return fmt.Errorf("publicauth: update user: %w", err)
 		}
-		return s.revokeAccess(ctx, u.ID)
+		s.events.Emit(ctx, &events.PasswordReset{UserID: u.ID})
+		return s.revokeAccess(ctx, u.ID, events.ReasonPasswordReset)
 	})
 	if err != nil {
 		return nil, err
@@ -390,7 +394,8 @@ func (s *Service) markVerified(ctx context.Context, u *User) error {
 		return fmt.Errorf("publicauth: update user: %w", err)
 	}
 	*u = *changed
-	return s.revokeAccess(ctx, u.ID)
+	s.events.Emit(ctx, &events.EmailVerified{UserID: u.ID, Email: u.Email})
+	return s.revokeAccess(ctx, u.ID, events.ReasonEmailVerified)
 }
 
 // prepareLink counts a mail of the purpose against the per-account limit, stores a new

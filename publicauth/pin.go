@@ -12,6 +12,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/gatehouse-id/gatehouse/events"
 )
 
 // PINChallenge is a login waiting for its PIN: the user proved the first factor (password
@@ -61,7 +63,7 @@ func (s *Service) StartPINChallenge(ctx context.Context, u *User, kind, method s
 	if method == "" {
 		return nil, errors.New("publicauth: start PIN challenge: empty login method")
 	}
-	if dest.Resume != "" && !isInternalPath(dest.Resume) {
+	if dest.Resume != "" && !s.isInternalPath(dest.Resume) {
 		return nil, &InputError{Field: "resume", Reason: "must be a path on this server"}
 	}
 	if u.Status != StatusActive {
@@ -128,10 +130,12 @@ func (s *Service) VerifyPIN(ctx context.Context, challengeID, pin string) (*User
 	want := []byte(c.PINHash)
 	got := []byte(s.hashPIN(challengeID, strings.TrimSpace(pin)))
 	if subtle.ConstantTimeCompare(got, want) != 1 {
+		err := ErrPINMismatch
 		if c.Attempts >= s.limits.PINAttempts {
-			return nil, nil, ErrChallengeInvalid
+			err = ErrChallengeInvalid
 		}
-		return nil, nil, ErrPINMismatch
+		s.loginFailed(ctx, events.MethodPIN, &User{ID: c.UserID}, err)
+		return nil, nil, err
 	}
 	if err := s.store.ConsumePINChallenge(ctx, challengeID, now); err != nil {
 		if errors.Is(err, ErrChallengeInvalid) {
@@ -147,6 +151,7 @@ func (s *Service) VerifyPIN(ctx context.Context, challengeID, pin string) (*User
 		return nil, nil, fmt.Errorf("publicauth: load user: %w", err)
 	}
 	if u.Status != StatusActive {
+		s.loginFailed(ctx, events.MethodPIN, u, ErrAccountDisabled)
 		return nil, nil, ErrAccountDisabled
 	}
 	return u, c, nil

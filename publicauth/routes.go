@@ -7,7 +7,9 @@ import (
 )
 
 // Routes registers the JSON endpoints of public authentication (SSO interface §4 and
-// DESIGN §4) on r:
+// DESIGN §4) on r, relative to BaseURL's path: r routes what follows that path (the
+// provider strips it first), so under https://acme.example/auth the login is
+// POST /auth/api/public/login.
 //
 //	POST /api/public/register
 //	POST /api/public/login

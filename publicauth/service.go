@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gatehouse-id/gatehouse/events"
+	"github.com/gatehouse-id/gatehouse/internal/mountpath"
 	"github.com/gatehouse-id/gatehouse/internal/sameorigin"
 )
 
@@ -24,6 +26,7 @@ type options struct {
 	logger  *slog.Logger
 	mailer  Mailer
 	limiter Limiter
+	events  *events.Emitter
 }
 
 // WithClock makes the service read the time from clock (expiry, timestamps). A nil clock, or
@@ -65,6 +68,7 @@ type Service struct {
 	store   Store
 	mailer  Mailer
 	limiter Limiter
+	events  *events.Emitter
 	mail    *mailTemplates
 
 	lifespan      map[string]time.Duration // by session kind
@@ -72,6 +76,9 @@ type Service struct {
 	secureCookies bool
 	pinKey        []byte
 	baseURL       string
+	// mount is BaseURL's path (mountpath.Of): the session cookies' Path is mount+"/", and
+	// a Destination.Resume must lie under it.
+	mount string
 	// sameOrigin refuses cookie-authenticated changes sent from other origins (Routes).
 	sameOrigin     sameorigin.Guard
 	serviceName    string
@@ -128,8 +135,9 @@ func New(cfg Config, store Store, opts ...Option) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("publicauth: mail templates: %w", err)
 	}
-	// withDefaults checked that BaseURL is an absolute http(s) URL.
+	// withDefaults checked that BaseURL is an absolute http(s) URL with a plain path.
 	sameOrigin, _ := sameorigin.New(cfg.BaseURL)
+	mount, _ := mountpath.Of(cfg.BaseURL)
 	pinKey, err := hkdf.Key(sha256.New, cfg.Secret, nil, pinKeyInfo, 32)
 	if err != nil {
 		return nil, fmt.Errorf("publicauth: derive PIN key: %w", err)
@@ -139,6 +147,7 @@ func New(cfg Config, store Store, opts ...Option) (*Service, error) {
 		store:   store,
 		mailer:  o.mailer,
 		limiter: o.limiter,
+		events:  o.events,
 		mail:    templates,
 		lifespan: map[string]time.Duration{
 			SessionPublic: cfg.SessionLifespan,
@@ -148,6 +157,7 @@ func New(cfg Config, store Store, opts ...Option) (*Service, error) {
 		secureCookies: !cfg.InsecureCookies,
 		pinKey:        pinKey,
 		baseURL:       cfg.BaseURL,
+		mount:         mount,
 		sameOrigin:    sameOrigin,
 		serviceName:   cfg.ServiceName,
 		requirePIN:    cfg.RequirePIN,
@@ -168,7 +178,7 @@ func New(cfg Config, store Store, opts ...Option) (*Service, error) {
 		hashing:        newHashPool(cfg.PasswordHashConcurrency, cfg.PasswordHashQueue),
 	}
 	for kind, lifespan := range s.lifespan {
-		codec, err := newCookieCodec(cfg.Secret, kind, lifespan)
+		codec, err := newCookieCodec(cfg.Secret, kind, lifespan, mount+"/")
 		if err != nil {
 			return nil, fmt.Errorf("publicauth: %w", err)
 		}

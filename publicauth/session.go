@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+
+	"github.com/gatehouse-id/gatehouse/events"
 )
 
 // tokenBytes is the entropy of a session token, link token and PIN challenge id: 256 bits.
@@ -59,6 +61,7 @@ func (s *Service) StartSession(ctx context.Context, w http.ResponseWriter, u *Us
 		return nil, fmt.Errorf("publicauth: create session: %w", err)
 	}
 	c.set(w, value, s.secureCookies)
+	s.events.Emit(ctx, &events.LoginSucceeded{UserID: u.ID, Method: method, SessionKind: kind, PIN: s.PINRequired(u)})
 	return sess, nil
 }
 
@@ -153,14 +156,15 @@ func (s *Service) EndAllSessions(ctx context.Context, userID string) error {
 }
 
 // revokeAccess ends every session of the user and revokes every token and consent the user
-// granted to clients. Callers run it inside the transaction of the change that asks for it
+// granted to clients, emitting FamilyRevoked and ConsentWithdrawn for reason. Callers run it inside the transaction of the change that asks for it
 // (a password set or reset, an address verified for the first time, the account disabled),
 // so the change and the revocation commit together or not at all: whoever held the account
 // before the change keeps nothing that was issued to them.
-func (s *Service) revokeAccess(ctx context.Context, userID string) error {
+func (s *Service) revokeAccess(ctx context.Context, userID, reason string) error {
 	if err := s.store.RevokeUserGrants(ctx, userID); err != nil {
 		return fmt.Errorf("publicauth: revoke grants of user: %w", err)
 	}
+	s.grantsRevoked(ctx, userID, reason)
 	return s.EndAllSessions(ctx, userID)
 }
 

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+
+	"github.com/gatehouse-id/gatehouse/events"
 )
 
 // UserInput is an account to create with Service.CreateUser.
@@ -77,6 +79,7 @@ func (s *Service) Register(ctx context.Context, email, password, name string, si
 	if err := s.store.CreateUser(ctx, u); err != nil {
 		return Registration{}, fmt.Errorf("publicauth: create user: %w", err)
 	}
+	s.events.Emit(ctx, &events.UserRegistered{UserID: u.ID, Email: u.Email, Method: MethodPassword})
 	s.mailLinkLater(ctx, u, PurposeVerifyEmail, Destination{})
 	return Registration{User: u}, nil
 }
@@ -134,7 +137,8 @@ func (s *Service) addPassword(ctx context.Context, u *User, hash string) error {
 		return fmt.Errorf("publicauth: update user: %w", err)
 	}
 	*u = *changed
-	return s.revokeAccess(ctx, u.ID)
+	s.events.Emit(ctx, &events.PasswordAdded{UserID: u.ID})
+	return s.revokeAccess(ctx, u.ID, events.ReasonPasswordAdded)
 }
 
 // CreateUser creates an account with the given role and verification state, for operators
@@ -158,6 +162,7 @@ func (s *Service) DeleteUser(ctx context.Context, userID string) error {
 		if err := s.store.DeleteUser(ctx, userID); err != nil {
 			return fmt.Errorf("publicauth: delete user: %w", err)
 		}
+		s.grantsRevoked(ctx, userID, events.ReasonUserDeleted)
 		return nil
 	})
 }
@@ -170,6 +175,7 @@ func (s *Service) createUser(ctx context.Context, in UserInput) (*User, error) {
 	if err := s.store.CreateUser(ctx, u); err != nil {
 		return nil, fmt.Errorf("publicauth: create user: %w", err)
 	}
+	s.events.Emit(ctx, &events.UserRegistered{UserID: u.ID, Email: u.Email, Method: events.MethodOperator})
 	return u, nil
 }
 
@@ -230,16 +236,20 @@ func (s *Service) newUser(ctx context.Context, in UserInput) (*User, error) {
 // ends. A successful login clears the count, so only failures add up.
 func (s *Service) Authenticate(ctx context.Context, email, password string) (*User, error) {
 	if err := s.reserveLoginAttempt(ctx, email); err != nil {
+		s.loginFailed(ctx, MethodPassword, nil, err)
 		return nil, err
 	}
 	u, err := s.verifyCredentials(ctx, email, password)
-	if err == nil {
-		s.clearFailedLogins(ctx, email)
+	if err != nil {
+		s.loginFailed(ctx, MethodPassword, u, err)
+		return nil, err
 	}
-	return u, err
+	s.clearFailedLogins(ctx, email)
+	return u, nil
 }
 
-// verifyCredentials is Authenticate without the lockout.
+// verifyCredentials is Authenticate without the lockout. With ErrInvalidCredentials and
+// ErrAccountDisabled it also returns the account the email names, if any.
 func (s *Service) verifyCredentials(ctx context.Context, email, password string) (*User, error) {
 	u, err := s.userForLogin(ctx, email)
 	if err != nil {
@@ -260,14 +270,14 @@ func (s *Service) verifyCredentials(ctx context.Context, email, password string)
 			return nil, err
 		}
 		s.logger.ErrorContext(ctx, "publicauth: stored password hash is unusable", "user_id", u.ID, "error", err)
-		return nil, ErrInvalidCredentials
+		return u, ErrInvalidCredentials
 	case err != nil:
 		return nil, err
 	case !ok:
-		return nil, ErrInvalidCredentials
+		return u, ErrInvalidCredentials
 	}
 	if u.Status != StatusActive {
-		return nil, ErrAccountDisabled
+		return u, ErrAccountDisabled
 	}
 	return u, nil
 }
@@ -341,7 +351,7 @@ func (s *Service) ChangeAccount(ctx context.Context, userID string, c AccountCha
 			return fmt.Errorf("publicauth: update user: %w", err)
 		}
 		if change.Status != nil && *change.Status == StatusDisabled {
-			return s.revokeAccess(ctx, userID)
+			return s.revokeAccess(ctx, userID, events.ReasonUserDisabled)
 		}
 		return nil
 	})

@@ -7,6 +7,9 @@ import (
 
 	"github.com/gatehouse-id/gatehouse/provider"
 	"github.com/gatehouse-id/gatehouse/publicauth"
+	// The bundled server keeps SQLite as its default database (provider.DefaultDSN): link
+	// the driver, which package storage leaves to the programs that import it.
+	_ "github.com/gatehouse-id/gatehouse/storage/sqlite"
 )
 
 // defaultAddr is the default of the one serve setting the provider has no part in. Every
@@ -64,8 +67,12 @@ func serveCommand() (c *command, resolve func() (Config, error)) {
 	pc := &cfg.Provider
 	c.stringVar(&cfg.Addr, "addr", "HOST:PORT", "GATEHOUSE_ADDR", defaultAddr, "address to listen on")
 	issuer := c.stringVar(&pc.Issuer, "issuer", "URL", "GATEHOUSE_ISSUER", provider.DefaultIssuer,
-		"public base URL of the provider: the iss of every token")
+		"public base URL of the provider: the iss of every token; its path is where the provider and the demo are served")
 	store := addStoreFlags(c, &pc.DSN)
+	c.intVar(&pc.DBPool.MaxOpenConns, "db-max-open-conns", "GATEHOUSE_DB_MAX_OPEN_CONNS",
+		"database connections open at once; 0: 25 on Postgres, 8 on SQLite")
+	c.intVar(&pc.DBPool.MaxIdleConns, "db-max-idle-conns", "GATEHOUSE_DB_MAX_IDLE_CONNS",
+		"idle database connections kept for reuse; 0: 10 on Postgres, 8 on SQLite")
 	c.durationVar(&pc.AuthorizeCodeLifespan, "auth-code-ttl", "GATEHOUSE_AUTH_CODE_TTL", provider.DefaultAuthorizeCodeLifespan, "authorization code lifetime")
 	c.durationVar(&pc.AccessTokenLifespan, "access-token-ttl", "GATEHOUSE_ACCESS_TOKEN_TTL", provider.DefaultAccessTokenLifespan, "access token lifetime")
 	c.durationVar(&pc.IDTokenLifespan, "id-token-ttl", "GATEHOUSE_ID_TOKEN_TTL", provider.DefaultIDTokenLifespan, "ID token lifetime")

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"testing"
 	"time"
+
+	"github.com/gatehouse-id/gatehouse/storage"
 )
 
 // envOf returns a lookup function over a fixed environment.
@@ -40,6 +42,16 @@ func TestServeConfigPrecedence(t *testing.T) {
 				}
 				if cfg.Provider.Secret != nil {
 					t.Errorf("secret: got %q, want none", cfg.Provider.Secret)
+				}
+			},
+		},
+		{
+			name: "pool limits come from flag and env, zero by default",
+			args: []string{"--db-max-open-conns", "40"},
+			env:  map[string]string{"GATEHOUSE_DB_MAX_IDLE_CONNS": "12", "GATEHOUSE_DB_MAX_OPEN_CONNS": "7"},
+			check: func(t *testing.T, cfg Config) {
+				if got, want := cfg.Provider.DBPool, (storage.Pool{MaxOpenConns: 40, MaxIdleConns: 12}); got != want {
+					t.Errorf("pool: got %+v, want %+v", got, want)
 				}
 			},
 		},
@@ -174,6 +186,8 @@ func TestServeConfigRejectsBadValues(t *testing.T) {
 		{"demo neither true false nor auto", nil, map[string]string{"GATEHOUSE_DEMO": "maybe"}},
 		{"unknown flag", []string{"--no-such-flag"}, nil},
 		{"stray argument", []string{"extra"}, nil},
+		{"negative pool limit", []string{"--db-max-open-conns", "-1"}, nil},
+		{"pool limit that is not a number", nil, map[string]string{"GATEHOUSE_DB_MAX_IDLE_CONNS": "many"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -21,6 +21,7 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
 
+	"github.com/gatehouse-id/gatehouse/internal/mountpath"
 	"github.com/gatehouse-id/gatehouse/provider"
 )
 
@@ -75,7 +76,10 @@ func ensureDemoClient(ctx context.Context, p *provider.Provider, issuer string, 
 // S256, state and nonce, exchanges the code over the server's own listening address,
 // verifies the ID token against the published keys and shows its claims.
 type demo struct {
-	issuer   string
+	issuer string
+	// base is the issuer's path, the provider's mount point: the demo lives under it too,
+	// at base+"/demo".
+	base     string
 	oauth    *oauth2.Config
 	verifier *oidc.IDTokenVerifier
 	client   *http.Client
@@ -85,12 +89,16 @@ type demo struct {
 }
 
 // newDemo builds the demo. The browser is sent to issuer; the code exchange and key fetches
-// go to internal, the server's own listening address.
+// go to internal, the server's own listening address (under the issuer's path, which the
+// provider is mounted at).
 func newDemo(issuer, internal string, logger *slog.Logger) *demo {
+	base, _ := mountpath.Of(issuer) // provider.New checked it
+	internal += base
 	client := &http.Client{Timeout: 10 * time.Second}
 	keys := oidc.NewRemoteKeySet(oidc.ClientContext(context.Background(), client), internal+"/.well-known/jwks.json")
 	return &demo{
 		issuer: issuer,
+		base:   base,
 		oauth: &oauth2.Config{
 			ClientID:    demoClientID,
 			RedirectURL: issuer + "/demo/callback",
@@ -125,15 +133,16 @@ func internalURL(addr net.Addr) string {
 	return "http://" + net.JoinHostPort(ip.String(), strconv.Itoa(tcp.Port))
 }
 
-// register mounts the demo's pages on mux.
+// register mounts the demo's pages on mux, under the issuer's path.
 func (d *demo) register(mux *http.ServeMux) {
-	mux.HandleFunc("GET /demo", d.index)
-	mux.HandleFunc("GET /demo/login", d.login)
-	mux.HandleFunc("GET /demo/callback", d.callback)
+	mux.HandleFunc("GET "+d.base+"/demo", d.index)
+	mux.HandleFunc("GET "+d.base+"/demo/login", d.login)
+	mux.HandleFunc("GET "+d.base+"/demo/callback", d.callback)
 }
 
 func (d *demo) index(w http.ResponseWriter, r *http.Request) {
 	d.render(w, http.StatusOK, "index", map[string]any{
+		"Base":      d.base,
 		"Issuer":    d.issuer,
 		"ClientID":  demoClientID,
 		"LoggedOut": r.URL.Query().Has("state"),
@@ -147,7 +156,7 @@ func (d *demo) login(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{
 		Name:     demoCookie,
 		Value:    state + "." + nonce + "." + verifier,
-		Path:     "/demo/",
+		Path:     d.base + "/demo/",
 		MaxAge:   int(demoFlowLifetime / time.Second),
 		HttpOnly: true,
 		Secure:   d.secure,
@@ -159,7 +168,7 @@ func (d *demo) login(w http.ResponseWriter, r *http.Request) {
 // callback finishes the flow: it checks state, exchanges the code, verifies the ID token
 // and its nonce, and shows the claims.
 func (d *demo) callback(w http.ResponseWriter, r *http.Request) {
-	http.SetCookie(w, &http.Cookie{Name: demoCookie, Path: "/demo/", MaxAge: -1, HttpOnly: true, Secure: d.secure, SameSite: http.SameSiteLaxMode})
+	http.SetCookie(w, &http.Cookie{Name: demoCookie, Path: d.base + "/demo/", MaxAge: -1, HttpOnly: true, Secure: d.secure, SameSite: http.SameSiteLaxMode})
 	q := r.URL.Query()
 	var state, nonce, verifier string
 	if c, err := r.Cookie(demoCookie); err == nil {
@@ -219,6 +228,7 @@ func (d *demo) callback(w http.ResponseWriter, r *http.Request) {
 		"state":                    {rand.Text()},
 	}.Encode()
 	d.render(w, http.StatusOK, "result", map[string]any{
+		"Base":       d.base,
 		"Issuer":     d.issuer,
 		"Subject":    idt.Subject,
 		"Claims":     string(pretty),
@@ -231,7 +241,7 @@ func (d *demo) callback(w http.ResponseWriter, r *http.Request) {
 }
 
 func (d *demo) fail(w http.ResponseWriter, status int, msg string) {
-	d.render(w, status, "error", map[string]any{"Issuer": d.issuer, "Message": msg})
+	d.render(w, status, "error", map[string]any{"Base": d.base, "Issuer": d.issuer, "Message": msg})
 }
 
 func (d *demo) render(w http.ResponseWriter, status int, name string, data map[string]any) {

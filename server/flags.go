@@ -179,6 +179,18 @@ func (c *command) durationVar(p *time.Duration, name, env string, def time.Durat
 	})
 }
 
+// intVar registers a whole number ≥ 0 whose default, 0, the help text explains.
+func (c *command) intVar(p *int, name, env, help string) *setting {
+	return c.add(name, "N", env, "0", help, func(v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return errors.New("want a whole number, 0 or more")
+		}
+		*p = n
+		return nil
+	})
+}
+
 // durationText writes d as the shortest Go duration that parses back to it: "10m", "1h",
 // "720h" rather than time.Duration.String's "10m0s", "1h0m0s", "720h0m0s".
 func durationText(d time.Duration) string {

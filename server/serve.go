@@ -102,8 +102,9 @@ func (c *cli) runServer(ctx context.Context, cfg Config) error {
 }
 
 // newHandler wraps the provider with the process's own routes — /healthz, /readyz,
-// /metrics and, when d is not nil, the demo under /demo — and with the access log,
-// request id and panic recovery middleware.
+// /metrics and, when d is not nil, the demo under /demo (after the issuer's path) — and with
+// the access log, request id and panic recovery middleware. The provider gets every other
+// path and answers those outside the issuer's path with its JSON 404.
 func newHandler(logger *slog.Logger, p http.Handler, ready func(context.Context) error, m *metrics, d *demo) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", healthz)

@@ -23,12 +23,20 @@ import (
 // logs and a stop function that cancels the context and returns the exit code.
 func startServer(t *testing.T, args ...string) (string, *testlog.Buffer, func() int) {
 	t.Helper()
+	return startServerAt(t, "", args...)
+}
+
+// startServerAt is startServer with an issuer whose path is mount ("" for none): the base
+// URL it returns is the issuer, the listener's URL plus mount. The probes stay at the root.
+func startServerAt(t *testing.T, mount string, args ...string) (string, *testlog.Buffer, func() int) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() }) // in case serve fails before it owns the listener
-	base := "http://" + ln.Addr().String()
+	origin := "http://" + ln.Addr().String()
+	base := origin + mount
 	logs := &testlog.Buffer{}
 	c := &cli{stdout: io.Discard, stderr: logs, lookupEnv: envOf(nil), random: rand.Reader, listener: ln}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -53,7 +61,7 @@ func startServer(t *testing.T, args ...string) (string, *testlog.Buffer, func() 
 	})
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		resp, err := http.Get(base + "/healthz")
+		resp, err := http.Get(origin + "/healthz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -82,16 +90,18 @@ func TestServeDemoLoginEndToEnd(t *testing.T) {
 			if _, isFile := sqlitePath(dsn); !isFile {
 				store = append(store, "--secret", strings.Repeat("k", 32))
 			}
-			testServeDemoLogin(t, store)
+			testServeDemoLogin(t, "", store)
 		})
 	}
 }
 
-// testServeDemoLogin creates a user, serves with the demo on the database of storeArgs and
-// logs in and out through the demo relying party in a cookie-keeping client.
-func testServeDemoLogin(t *testing.T, storeArgs []string) {
+// testServeDemoLogin creates a user, serves with the demo on the database of storeArgs,
+// under the issuer's path mount ("" for the root), and logs in and out through the demo
+// relying party in a cookie-keeping client.
+func testServeDemoLogin(t *testing.T, mount string, storeArgs []string) {
 	mustRun(t, nil, append([]string{"user", "create", "--email", "ann@example.com", "--password", "correct horse battery staple", "--name", "Ann", "--verified"}, storeArgs...)...)
-	base, logs, stop := startServer(t, append([]string{"--demo", "--janitor-interval=-1s"}, storeArgs...)...)
+	base, logs, stop := startServerAt(t, mount, append([]string{"--demo", "--janitor-interval=-1s"}, storeArgs...)...)
+	origin := strings.TrimSuffix(base, mount)
 
 	jar, _ := cookiejar.New(nil)
 	browser := &http.Client{Jar: jar, Timeout: 20 * time.Second}
@@ -108,7 +118,7 @@ func testServeDemoLogin(t *testing.T, storeArgs []string) {
 
 	// The demo sends the browser through the authorization endpoint to the login page.
 	resp, page := get(base + "/demo/login")
-	if resp.StatusCode != http.StatusOK || resp.Request.URL.Path != "/login" {
+	if resp.StatusCode != http.StatusOK || resp.Request.URL.Path != mount+"/login" {
 		t.Fatalf("after /demo/login: got %d at %s, want the login page", resp.StatusCode, resp.Request.URL)
 	}
 	form := url.Values{"email": {"ann@example.com"}, "password": {"correct horse battery staple"}}
@@ -127,7 +137,7 @@ func testServeDemoLogin(t *testing.T, storeArgs []string) {
 	}
 	body, _ := io.ReadAll(post.Body)
 	post.Body.Close()
-	if post.StatusCode != http.StatusOK || post.Request.URL.Path != "/demo/callback" {
+	if post.StatusCode != http.StatusOK || post.Request.URL.Path != mount+"/demo/callback" {
 		t.Fatalf("after login: got %d at %s, want the demo callback page:\n%s\nlogs:\n%s", post.StatusCode, post.Request.URL, body, logs.String())
 	}
 	result := html.UnescapeString(string(body))
@@ -143,19 +153,29 @@ func testServeDemoLogin(t *testing.T, storeArgs []string) {
 		t.Fatalf("no logout link on the callback page:\n%s", body)
 	}
 	resp, page = get(html.UnescapeString(m[1]))
-	if resp.StatusCode != http.StatusOK || resp.Request.URL.Path != "/demo" || !strings.Contains(page, "You have been logged out") {
+	if resp.StatusCode != http.StatusOK || resp.Request.URL.Path != mount+"/demo" || !strings.Contains(page, "You have been logged out") {
 		t.Errorf("after logout: got %d at %s, want the demo page saying so:\n%s", resp.StatusCode, resp.Request.URL, page)
 	}
 
+	// Under an issuer's path, the provider and the demo are there and nowhere else.
+	for _, path := range []string{"/.well-known/openid-configuration", "/login", "/demo"} {
+		if mount == "" {
+			break
+		}
+		if resp, _ := get(origin + path); resp.StatusCode != http.StatusNotFound {
+			t.Errorf("%s outside the issuer's path %s: got %d, want 404", path, mount, resp.StatusCode)
+		}
+	}
+
 	// Probes, request ids and metrics around the provider.
-	resp, page = get(base + "/readyz")
+	resp, page = get(origin + "/readyz")
 	if resp.StatusCode != http.StatusOK || strings.TrimSpace(page) != `{"status":"ok"}` {
 		t.Errorf("readyz: got %d %q", resp.StatusCode, page)
 	}
 	if id := resp.Header.Get(RequestIDHeader); id == "" {
 		t.Error("readyz: no X-Request-Id on the response")
 	}
-	resp, page = get(base + "/metrics")
+	resp, page = get(origin + "/metrics")
 	if resp.StatusCode != http.StatusOK || !strings.Contains(page, `gatehouse_http_requests_total{code="200",method="POST"}`) {
 		t.Errorf("metrics: got %d:\n%s", resp.StatusCode, page)
 	}
@@ -171,6 +191,13 @@ func testServeDemoLogin(t *testing.T, storeArgs []string) {
 	if l := findLog(t, logs, "demo mode: try a login at "+base+"/demo"); l == nil || l["client_id"] != demoClientID {
 		t.Errorf("start-up log of the demo client: got %v", l)
 	}
+}
+
+// With an issuer that has a path, the server serves the provider and the demo under it, and
+// keeps its probes at the root: `serve --issuer http://HOST/auth`.
+func TestServeUnderIssuerPath(t *testing.T) {
+	dsn := "sqlite:" + filepath.Join(t.TempDir(), "gatehouse.db")
+	testServeDemoLogin(t, "/auth", []string{"--dsn", dsn})
 }
 
 func TestServeWithoutDemoHasNoDemoRoutes(t *testing.T) {

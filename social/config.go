@@ -52,8 +52,11 @@ type Upstream struct {
 
 // Config configures a Service.
 type Config struct {
-	// Issuer is Gatehouse's public base URL: callbacks are Issuer + "/api/auth/…/callback"
-	// and an absolute return URL must be on its origin. Required.
+	// Issuer is Gatehouse's public base URL, and its path the mount path every route lies
+	// under (package internal/mountpath): callbacks are Issuer + "/api/auth/…/callback",
+	// the login buttons and the way back to the login page are paths under it, and a
+	// return URL must be a path under it or an absolute URL on its origin under it (or a
+	// registered redirect URI). Required.
 	Issuer string
 	// Secret is the system secret (at least 32 bytes); the state cookie's keys are derived
 	// from it. Required.

@@ -5,17 +5,18 @@
 //	GET /api/auth/facebook/login        GET /api/auth/facebook/callback
 //	GET /api/auth/oidc/{name}/login     GET /api/auth/oidc/{name}/callback
 //
-// (SSO interface §4 item 21). A provider is enabled by its configuration; the routes of one
+// (SSO interface §4 item 21), each under the issuer's path (/auth/api/auth/google/login for
+// the issuer https://acme.example/auth). A provider is enabled by its configuration; the routes of one
 // that is not answer 404 in the JSON error shape.
 //
 // # The flow
 //
 // login takes the paused authorization request (`request`, as the hosted login page passes
-// it) and an optional return URL (`return_to`: a path on Gatehouse's own origin, or a
-// redirect URI some client registered; anything else is a 400 before any redirect). It
-// draws a 256-bit state, a nonce and a PKCE verifier and keeps them, with the request and
-// the return URL, in the `gatehouse-social` cookie: HttpOnly, SameSite=Lax, Path=/api/auth/,
-// Secure unless the issuer is plain http on a loopback host, ten minutes long, its value
+// it) and an optional return URL (`return_to`: a path under the issuer's, or a redirect URI
+// some client registered; anything else is a 400 before any redirect). It draws a 256-bit
+// state, a nonce and a PKCE verifier and keeps them, with the request and the return URL,
+// in the `gatehouse-social` cookie: HttpOnly, SameSite=Lax, Path=/api/auth/ (under the
+// issuer's path), Secure unless the issuer is plain http on a loopback host, ten minutes long, its value
 // authenticated and encrypted (gorilla/securecookie, HMAC-SHA-256 and AES-256 keys derived
 // from the system secret with HKDF-SHA-256). Then it redirects to the provider.
 //

@@ -14,6 +14,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/gatehouse-id/gatehouse/internal/httpjson"
+	"github.com/gatehouse-id/gatehouse/internal/mountpath"
 	"github.com/gatehouse-id/gatehouse/publicauth"
 )
 
@@ -38,7 +39,10 @@ type Host interface {
 
 // Service serves the social login routes. It is safe for concurrent use.
 type Service struct {
-	issuer    *url.URL
+	issuer *url.URL
+	// mount is the issuer's path (mountpath.Of), the prefix of every path the service
+	// serves, redirects to or accepts as a return path.
+	mount     string
 	auth      *publicauth.Service
 	ids       *publicauth.Identities
 	host      Host
@@ -58,13 +62,17 @@ func New(cfg Config, auth *publicauth.Service, ids *publicauth.Identities, host 
 	if err != nil || issuer.Host == "" {
 		return nil, fmt.Errorf("social: issuer %q is not an absolute URL", cfg.Issuer)
 	}
+	mount, err := mountpath.Of(cfg.Issuer)
+	if err != nil {
+		return nil, fmt.Errorf("social: %w", err)
+	}
 	if err := Validate(cfg.Upstreams); err != nil {
 		return nil, fmt.Errorf("social: %w", err)
 	}
 	if auth == nil || ids == nil || host == nil {
 		return nil, errors.New("social: auth, identities and host are required")
 	}
-	s := &Service{issuer: issuer, auth: auth, ids: ids, host: host, upstreams: map[string]*upstream{}}
+	s := &Service{issuer: issuer, mount: mount, auth: auth, ids: ids, host: host, upstreams: map[string]*upstream{}}
 	for _, opt := range opts {
 		opt(&s.o)
 	}
@@ -74,7 +82,7 @@ func New(cfg Config, auth *publicauth.Service, ids *publicauth.Identities, host 
 	if s.o.logger == nil {
 		s.o.logger = slog.Default()
 	}
-	if s.state, err = newStateCodec(cfg.Secret, !cfg.InsecureCookies); err != nil {
+	if s.state, err = newStateCodec(cfg.Secret, !cfg.InsecureCookies, mount+stateCookiePath); err != nil {
 		return nil, fmt.Errorf("social: %w", err)
 	}
 	client := cfg.HTTPClient
@@ -93,8 +101,9 @@ func New(cfg Config, auth *publicauth.Service, ids *publicauth.Identities, host 
 	return s, nil
 }
 
-// Routes registers the login and callback routes of every provider kind on r. Those of a
-// provider that is not configured answer 404.
+// Routes registers the login and callback routes of every provider kind on r, relative to
+// the issuer's path: r routes what follows that path (the provider strips it first).
+// Those of a provider that is not configured answer 404.
 func (s *Service) Routes(r *mux.Router) {
 	for _, prefix := range []string{"/api/auth/{kind:google|facebook}", "/api/auth/oidc/{name}"} {
 		r.HandleFunc(prefix+"/login", s.login).Methods(http.MethodGet)
@@ -116,7 +125,7 @@ type Button struct {
 func (s *Service) Buttons(requestToken string) []Button {
 	out := make([]Button, 0, len(s.ordered))
 	for _, u := range s.ordered {
-		out = append(out, Button{Provider: u.provider, Label: u.label, URL: loginURL(u, requestToken)})
+		out = append(out, Button{Provider: u.provider, Label: u.label, URL: s.loginURL(u, requestToken)})
 	}
 	return out
 }
@@ -129,14 +138,16 @@ func (s *Service) LoginURL(provider, requestToken string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	return loginURL(u, requestToken), true
+	return s.loginURL(u, requestToken), true
 }
 
-func loginURL(u *upstream, requestToken string) string {
+// loginURL is the path of u's login route, under the mount path, for the paused request
+// requestToken names.
+func (s *Service) loginURL(u *upstream, requestToken string) string {
 	if requestToken == "" {
-		return u.base + "/login"
+		return s.mount + u.base + "/login"
 	}
-	return u.base + "/login?" + url.Values{"request": {requestToken}}.Encode()
+	return s.mount + u.base + "/login?" + url.Values{"request": {requestToken}}.Encode()
 }
 
 // upstreamOf is the enabled provider r's route names, or nil.
@@ -238,8 +249,10 @@ func (s *Service) callback(w http.ResponseWriter, r *http.Request) {
 	s.host.CompleteLogin(w, r, res.User, u.provider, st.Request, returnTo)
 }
 
-// checkReturnTo accepts a path on our origin ("/…", not "//…"), an absolute URL on the
-// issuer's origin, or a redirect URI some client registered.
+// checkReturnTo accepts a path under the issuer's (mountpath.Contains: at the root any
+// "/…" but "//…"), an absolute URL on the issuer's origin whose path is such a path, or a
+// redirect URI some client registered. Under a mount path, a path of the embedding site
+// outside it ("/login", "/auth/../login") is no return path of ours.
 func (s *Service) checkReturnTo(ctx context.Context, raw string) error {
 	if len(raw) > maxReturnTo || strings.ContainsAny(raw, "\\\x00\r\n\t") {
 		return ErrReturnTo
@@ -248,10 +261,11 @@ func (s *Service) checkReturnTo(ctx context.Context, raw string) error {
 	if err != nil {
 		return ErrReturnTo
 	}
-	if ru.Scheme == "" && ru.Host == "" && ru.User == nil && strings.HasPrefix(raw, "/") && !strings.HasPrefix(raw, "//") {
+	if ru.Scheme == "" && ru.Host == "" && ru.User == nil && mountpath.Contains(s.mount, raw) {
 		return nil
 	}
-	if ru.Scheme == s.issuer.Scheme && ru.Host == s.issuer.Host && ru.User == nil {
+	if ru.Scheme == s.issuer.Scheme && ru.Host == s.issuer.Host && ru.User == nil &&
+		(s.mount == "" || mountpath.Contains(s.mount, ru.EscapedPath())) {
 		return nil
 	}
 	ok, err := s.host.IsRegisteredRedirectURI(ctx, raw)
@@ -277,7 +291,7 @@ func (s *Service) fail(w http.ResponseWriter, r *http.Request, u *upstream, requ
 			q.Set("request", request)
 		}
 		w.Header().Set("Cache-Control", "no-store")
-		http.Redirect(w, r, "/login?"+q.Encode(), http.StatusSeeOther)
+		http.Redirect(w, r, s.mount+"/login?"+q.Encode(), http.StatusSeeOther)
 		return
 	}
 	s.host.ErrorPage(w, r, err)

@@ -15,7 +15,8 @@ import (
 // stateCookie names the cookie that binds a started social login to the browser.
 const stateCookie = "gatehouse-social"
 
-// stateCookiePath limits the cookie to the social routes.
+// stateCookiePath limits the cookie to the social routes: its Path is the mount path
+// followed by this.
 const stateCookiePath = "/api/auth/"
 
 // HKDF info strings of the state cookie's keys.
@@ -48,9 +49,11 @@ type loginState struct {
 type stateCodec struct {
 	codec  *securecookie.SecureCookie
 	secure bool
+	// path is the cookie's Path: the social routes under the mount path.
+	path string
 }
 
-func newStateCodec(secret []byte, secure bool) (stateCodec, error) {
+func newStateCodec(secret []byte, secure bool, path string) (stateCodec, error) {
 	hashKey, err := hkdf.Key(sha256.New, secret, nil, stateHashKeyInfo, 32)
 	if err != nil {
 		return stateCodec{}, fmt.Errorf("derive the state cookie key: %w", err)
@@ -62,7 +65,7 @@ func newStateCodec(secret []byte, secure bool) (stateCodec, error) {
 	c := securecookie.New(hashKey, blockKey).
 		SetSerializer(securecookie.JSONEncoder{}).
 		MaxAge(int(stateLifespan / time.Second))
-	return stateCodec{codec: c, secure: secure}, nil
+	return stateCodec{codec: c, secure: secure, path: path}, nil
 }
 
 // newLoginState draws a fresh state, nonce and verifier from random.
@@ -109,7 +112,7 @@ func (c stateCodec) clear(w http.ResponseWriter) {
 
 func (c stateCodec) cookie(value string, maxAge int) *http.Cookie {
 	return &http.Cookie{
-		Name: stateCookie, Value: value, Path: stateCookiePath, MaxAge: maxAge,
+		Name: stateCookie, Value: value, Path: c.path, MaxAge: maxAge,
 		HttpOnly: true, Secure: c.secure, SameSite: http.SameSiteLaxMode,
 	}
 }

@@ -5,12 +5,28 @@
 //
 // Usage:
 //
+//	import _ "github.com/gatehouse-id/gatehouse/storage/sqlite" // SQLite only
+//
 //	st, err := storage.Open(ctx, "sqlite:gatehouse.db")
 //	if err != nil { … }
 //	defer st.Close()
 //	if err := st.Migrate(ctx); err != nil { … }
 //
-// No SQL, gorm or driver is used outside this package. Every method translates database
+// Postgres is built in; the SQLite driver is linked only by importing package
+// storage/sqlite, which registers it (Register), so a Postgres-only program does not carry
+// it. Open creates its own connection pool (limits: WithPool). An embedder shares its own
+// database instead: FromGorm or FromDB run the store on the caller's pool, which Close
+// leaves open, and WithTablePrefix gives every table and index of Gatehouse's a prefix so
+// they sit beside the caller's tables (a "users" of theirs included):
+//
+//	st, err := storage.FromGorm(db, storage.WithTablePrefix("gatehouse_"))
+//
+// All SQL of the package names tables through one mapper, so the prefix reaches raw
+// statements, migrations and GORM models alike. Migrate keeps its versions in Gatehouse's
+// own migrations table and checks its columns before trusting it (see Migrate).
+//
+// No SQL, gorm or driver is used outside this package (and its driver package
+// storage/sqlite). Every method translates database
 // errors into the sentinels its caller's contract names: fosite's (fosite.ErrNotFound,
 // fosite.ErrInvalidatedAuthorizeCode, fosite.ErrInactiveToken, fosite.ErrJTIKnown) for the
 // fosite adapter, publicauth's (ErrUserNotFound, ErrEmailTaken, ErrSessionNotFound) for the

@@ -8,4 +8,9 @@ var (
 	ErrNotFound = errors.New("storage: not found")
 	// ErrConflict: a row with that key already exists.
 	ErrConflict = errors.New("storage: already exists")
+	// ErrForeignSchema marks a Migrate failure caused by tables Gatehouse did not create
+	// where it would create or trust its own: a table of one of Gatehouse's names, or a
+	// migrations table whose columns are not Gatehouse's. The message names the table and
+	// the fix (usually WithTablePrefix).
+	ErrForeignSchema = errors.New("storage: tables that are not Gatehouse's are in the way")
 )

@@ -2,9 +2,11 @@ package storage
 
 import (
 	"context"
+	"database/sql"
 	"strings"
 
 	"github.com/gatehouse-id/gatehouse/publicauth"
+	"gorm.io/gorm"
 )
 
 // Internals reached by the external tests (package storage_test).
@@ -15,7 +17,7 @@ func (s *Store) MigrateTo(ctx context.Context, last int) error { return s.migrat
 // SchemaVersion returns the highest applied migration.
 func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 	var v int
-	err := s.db.WithContext(ctx).Raw("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").Scan(&v).Error
+	err := s.db.WithContext(ctx).Raw("SELECT COALESCE(MAX(version), 0) FROM " + s.names.migrationsTable()).Scan(&v).Error
 	return v, err
 }
 
@@ -47,6 +49,50 @@ func LatestSchemaVersion() int {
 }
 
 // ExecSQL runs one statement on the pool, for tests that write rows as an older release did.
+// Its {table} placeholders get the store's table prefix.
 func (s *Store) ExecSQL(ctx context.Context, sql string, args ...any) error {
-	return s.db.WithContext(ctx).Exec(sql, args...).Error
+	return s.db.WithContext(ctx).Exec(s.sql(sql), args...).Error
 }
+
+// QueryInts runs one query returning a column of integers, its {table} placeholders
+// prefixed.
+func (s *Store) QueryInts(ctx context.Context, sql string, args ...any) ([]int64, error) {
+	var out []int64
+	err := s.db.WithContext(ctx).Raw(s.sql(sql), args...).Scan(&out).Error
+	return out, err
+}
+
+// MigrationsTable is the table the store keeps its applied versions in.
+func (s *Store) MigrationsTable() string { return s.names.migrationsTable() }
+
+// TableName is the name in the database of the table Gatehouse calls logical.
+func (s *Store) TableName(logical string) string { return s.names.table(logical) }
+
+// ModelTableNames returns, for every GORM model, its logical table name and the name GORM
+// resolves for it on this store.
+func (s *Store) ModelTableNames() (map[string]string, error) {
+	out := map[string]string{}
+	for logical, model := range map[string]any{
+		"clients": &clientModel{}, "users": &userModel{}, "sessions": &sessionModel{},
+		"auth_requests": &authRequestModel{}, "authorization_codes": &authorizationCodeModel{},
+		"access_tokens": &accessTokenModel{}, "refresh_tokens": &refreshTokenModel{},
+		"pkce_requests": &pkceRequestModel{}, "oidc_sessions": &oidcSessionModel{},
+		"consents": &consentModel{}, "signing_keys": &signingKeyModel{},
+		"client_assertion_jtis": &clientAssertionJTIModel{}, "one_time_tokens": &oneTimeTokenModel{},
+		"pin_challenges": &pinChallengeModel{}, "permissions": &permissionModel{},
+		"permission_audit": &permissionAuditModel{}, "user_identities": &identityModel{},
+	} {
+		stmt := &gorm.Statement{DB: s.db}
+		if err := stmt.Parse(model); err != nil {
+			return nil, err
+		}
+		out[logical] = stmt.Schema.Table
+	}
+	return out, nil
+}
+
+// TableNames lists every table the migrations create, by logical name.
+func TableNames() []string { return tableNames() }
+
+// SQLDB is the store's connection pool.
+func (s *Store) SQLDB() (*sql.DB, error) { return s.db.DB() }

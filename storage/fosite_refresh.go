@@ -50,8 +50,8 @@ func (s *Store) RotateRefreshToken(ctx context.Context, requestID string, signat
 		if err := deactivate[refreshTokenModel](tx, "rotate refresh token", signature, fosite.ErrInactiveToken); err != nil {
 			return err
 		}
-		err := tx.Exec(`DELETE FROM access_tokens WHERE signature IN
-			(SELECT access_signature FROM refresh_tokens WHERE signature = ?)`, signature).Error
+		err := tx.Exec(s.sql(`DELETE FROM {access_tokens} WHERE signature IN
+			(SELECT access_signature FROM {refresh_tokens} WHERE signature = ?)`), signature).Error
 		if err != nil {
 			return fmt.Errorf("storage: rotate refresh token: delete access token: %w", err)
 		}

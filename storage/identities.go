@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/schema"
 
 	"github.com/gatehouse-id/gatehouse/publicauth"
 )
@@ -21,15 +22,15 @@ type identityModel struct {
 	CreatedAt time.Time `gorm:"autoCreateTime:false"`
 }
 
-func (identityModel) TableName() string { return "user_identities" }
+func (identityModel) TableName(n schema.Namer) string { return n.TableName("user_identities") }
 
 // UserByIdentity returns the user linked to (provider, subject), or
 // publicauth.ErrIdentityNotFound. It implements publicauth.IdentityStore.
 func (s *Store) UserByIdentity(ctx context.Context, provider, subject string) (*publicauth.User, error) {
 	var m userModel
 	err := s.conn(ctx).
-		Joins("JOIN user_identities ON user_identities.user_id = users.id").
-		Where("user_identities.provider = ? AND user_identities.subject = ?", provider, subject).
+		Joins(s.sql("JOIN {user_identities} ON {user_identities}.user_id = {users}.id")).
+		Where(s.sql("{user_identities}.provider = ? AND {user_identities}.subject = ?"), provider, subject).
 		Take(&m).Error
 	if err != nil {
 		if isNotFound(err) {

@@ -52,8 +52,8 @@ func (s *Store) DeleteExpired(ctx context.Context, now time.Time, batch int) (in
 		if t.singleUse {
 			dead = "(expires_at < ? OR used_at IS NOT NULL)"
 		}
-		stmt := fmt.Sprintf(`DELETE FROM %[1]s WHERE %[2]s IN
-			(SELECT %[2]s FROM %[1]s WHERE %[3]s ORDER BY expires_at LIMIT ?)`, t.table, t.key, dead)
+		stmt := s.sql(fmt.Sprintf(`DELETE FROM {%[1]s} WHERE %[2]s IN
+			(SELECT %[2]s FROM {%[1]s} WHERE %[3]s ORDER BY expires_at LIMIT ?)`, t.table, t.key, dead))
 		for {
 			if err := ctx.Err(); err != nil {
 				return total, err

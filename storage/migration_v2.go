@@ -8,13 +8,13 @@ package storage
 // PIN. Both cascade with their user and are swept by the janitor once expired or used.
 func schemaV2() []string {
 	return []string{
-		`ALTER TABLE users ADD COLUMN require_pin {bool} NOT NULL DEFAULT FALSE`,
-		`ALTER TABLE users ADD COLUMN social_providers {text} NOT NULL DEFAULT '[]'`,
+		`ALTER TABLE {users} ADD COLUMN require_pin {bool} NOT NULL DEFAULT FALSE`,
+		`ALTER TABLE {users} ADD COLUMN social_providers {text} NOT NULL DEFAULT '[]'`,
 
-		`CREATE TABLE one_time_tokens (
+		`CREATE TABLE {one_time_tokens} (
 		id_hash {text} PRIMARY KEY,
 		purpose {text} NOT NULL,
-		user_id {text} NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+		user_id {text} NOT NULL REFERENCES {users} (id) ON DELETE CASCADE,
 		email {text} NOT NULL,
 		redirect_uri {text} NOT NULL DEFAULT '',
 		resume {text} NOT NULL DEFAULT '',
@@ -23,12 +23,12 @@ func schemaV2() []string {
 		expires_at {time} NOT NULL,
 		used_at {time}
 	)`,
-		`CREATE INDEX one_time_tokens_user_purpose_idx ON one_time_tokens (user_id, purpose)`,
-		`CREATE INDEX one_time_tokens_expires_at_idx ON one_time_tokens (expires_at)`,
+		`CREATE INDEX {one_time_tokens_user_purpose_idx} ON {one_time_tokens} (user_id, purpose)`,
+		`CREATE INDEX {one_time_tokens_expires_at_idx} ON {one_time_tokens} (expires_at)`,
 
-		`CREATE TABLE pin_challenges (
+		`CREATE TABLE {pin_challenges} (
 		id {text} PRIMARY KEY,
-		user_id {text} NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+		user_id {text} NOT NULL REFERENCES {users} (id) ON DELETE CASCADE,
 		pin_hash {text} NOT NULL,
 		kind {text} NOT NULL,
 		method {text} NOT NULL,
@@ -39,7 +39,7 @@ func schemaV2() []string {
 		expires_at {time} NOT NULL,
 		used_at {time}
 	)`,
-		`CREATE INDEX pin_challenges_user_id_idx ON pin_challenges (user_id)`,
-		`CREATE INDEX pin_challenges_expires_at_idx ON pin_challenges (expires_at)`,
+		`CREATE INDEX {pin_challenges_user_id_idx} ON {pin_challenges} (user_id)`,
+		`CREATE INDEX {pin_challenges_expires_at_idx} ON {pin_challenges} (expires_at)`,
 	}
 }

@@ -22,13 +22,13 @@ const maxReportedUsers = 50
 // The unique index is dropped while the keys change and created again afterwards: one row's
 // new key may be another's old one, which a row-by-row update would trip over. All of it
 // runs in the migration's transaction.
-func rekeyEmails(tx *gorm.DB, d dialect) error {
+func rekeyEmails(tx *gorm.DB, n schemaNames) error {
 	var rows []struct {
 		ID         string
 		Email      string
 		EmailLower string
 	}
-	if err := tx.Raw("SELECT id, email, email_lower FROM users ORDER BY id").Scan(&rows).Error; err != nil {
+	if err := tx.Raw(n.sql("SELECT id, email, email_lower FROM {users} ORDER BY id")).Scan(&rows).Error; err != nil {
 		return fmt.Errorf("read users: %w", err)
 	}
 	var invalid []string
@@ -66,19 +66,19 @@ func rekeyEmails(tx *gorm.DB, d dialect) error {
 			continue
 		}
 		if !dropped {
-			if err := tx.Exec("DROP INDEX users_email_lower_key").Error; err != nil {
+			if err := tx.Exec(n.sql("DROP INDEX {users_email_lower_key}")).Error; err != nil {
 				return fmt.Errorf("drop the email index: %w", err)
 			}
 			dropped = true
 		}
-		if err := tx.Exec("UPDATE users SET email_lower = ? WHERE id = ?", keys[i], r.ID).Error; err != nil {
+		if err := tx.Exec(n.sql("UPDATE {users} SET email_lower = ? WHERE id = ?"), keys[i], r.ID).Error; err != nil {
 			return fmt.Errorf("update the email key of user %s: %w", r.ID, err)
 		}
 	}
 	if !dropped {
 		return nil
 	}
-	return execAll(tx, d, []string{`CREATE UNIQUE INDEX users_email_lower_key ON users (email_lower)`})
+	return execAll(tx, n, []string{`CREATE UNIQUE INDEX {users_email_lower_key} ON {users} (email_lower)`})
 }
 
 // listIDs joins items with ", ", the first maxReportedUsers of them, and says how many more

@@ -4,6 +4,6 @@ package storage
 // for their audience. Every existing client stays an ordinary client.
 func schemaV6() []string {
 	return []string{
-		`ALTER TABLE clients ADD COLUMN resource_server {bool} NOT NULL DEFAULT FALSE`,
+		`ALTER TABLE {clients} ADD COLUMN resource_server {bool} NOT NULL DEFAULT FALSE`,
 	}
 }

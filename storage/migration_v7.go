@@ -18,19 +18,19 @@ const legacyResumePrefix = "/api/oauth/authorize/resume?"
 // token kept in clear in resume. Rows written before hold such a path; they live minutes,
 // but the token must not stay readable, so each is rewritten to the reference, which works
 // as before, and its resume emptied.
-func migrateV7(tx *gorm.DB, d dialect) error {
-	for _, table := range []struct{ name, key string }{{"one_time_tokens", "id_hash"}, {"pin_challenges", "id"}} {
-		if err := tx.Exec(ddlFor(d, `ALTER TABLE `+table.name+` ADD COLUMN paused_request {text} NOT NULL DEFAULT ''`)).Error; err != nil {
+func migrateV7(tx *gorm.DB, n schemaNames) error {
+	for _, table := range []struct{ name, key string }{{"{one_time_tokens}", "id_hash"}, {"{pin_challenges}", "id"}} {
+		if err := tx.Exec(n.sql(`ALTER TABLE ` + table.name + ` ADD COLUMN paused_request {text} NOT NULL DEFAULT ''`)).Error; err != nil {
 			return err
 		}
 		var rows []struct{ RowKey, Resume string }
-		err := tx.Raw(`SELECT `+table.key+` AS row_key, resume FROM `+table.name+` WHERE resume LIKE ?`, legacyResumePrefix+"%").
+		err := tx.Raw(n.sql(`SELECT `+table.key+` AS row_key, resume FROM `+table.name+` WHERE resume LIKE ?`), legacyResumePrefix+"%").
 			Scan(&rows).Error
 		if err != nil {
 			return err
 		}
 		for _, row := range rows {
-			err := tx.Exec(`UPDATE `+table.name+` SET resume = '', paused_request = ? WHERE `+table.key+` = ?`,
+			err := tx.Exec(n.sql(`UPDATE `+table.name+` SET resume = '', paused_request = ? WHERE `+table.key+` = ?`),
 				legacyPausedRequest(row.Resume), row.RowKey).Error
 			if err != nil {
 				return err

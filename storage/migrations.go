@@ -6,25 +6,25 @@ import "gorm.io/gorm"
 // that has been released.
 func migrations() []migration {
 	return []migration{
-		{version: 1, name: "initial schema", up: func(tx *gorm.DB, d dialect) error {
-			return execAll(tx, d, schemaV1())
+		{version: 1, name: "initial schema", up: func(tx *gorm.DB, n schemaNames) error {
+			return execAll(tx, n, schemaV1())
 		}},
-		{version: 2, name: "public authentication: PIN gate, one-time tokens, PIN challenges", up: func(tx *gorm.DB, d dialect) error {
-			return execAll(tx, d, schemaV2())
+		{version: 2, name: "public authentication: PIN gate, one-time tokens, PIN challenges", up: func(tx *gorm.DB, n schemaNames) error {
+			return execAll(tx, n, schemaV2())
 		}},
-		{version: 3, name: "per-application permissions and their audit log", up: func(tx *gorm.DB, d dialect) error {
-			return execAll(tx, d, schemaV3())
+		{version: 3, name: "per-application permissions and their audit log", up: func(tx *gorm.DB, n schemaNames) error {
+			return execAll(tx, n, schemaV3())
 		}},
-		{version: 4, name: "linked social and upstream identities", up: func(tx *gorm.DB, d dialect) error {
-			return execAll(tx, d, schemaV4())
+		{version: 4, name: "linked social and upstream identities", up: func(tx *gorm.DB, n schemaNames) error {
+			return execAll(tx, n, schemaV4())
 		}},
 		{version: 5, name: "email keys: ASCII case folding and IDNA domains", up: rekeyEmails},
-		{version: 6, name: "clients registered as resource servers", up: func(tx *gorm.DB, d dialect) error {
-			return execAll(tx, d, schemaV6())
+		{version: 6, name: "clients registered as resource servers", up: func(tx *gorm.DB, n schemaNames) error {
+			return execAll(tx, n, schemaV6())
 		}},
 		{version: 7, name: "mailed links and PIN challenges refer to paused requests by hash", up: migrateV7},
-		{version: 8, name: "token tables indexed by subject, for revoking a user's grants", up: func(tx *gorm.DB, d dialect) error {
-			return execAll(tx, d, schemaV8())
+		{version: 8, name: "token tables indexed by subject, for revoking a user's grants", up: func(tx *gorm.DB, n schemaNames) error {
+			return execAll(tx, n, schemaV8())
 		}},
 	}
 }
@@ -36,7 +36,7 @@ func requestTable(name, extra string) string {
 		signature {text} PRIMARY KEY,
 		request_id {text} NOT NULL,
 		requested_at {time} NOT NULL,
-		client_id {text} NOT NULL REFERENCES clients (id) ON DELETE CASCADE,
+		client_id {text} NOT NULL REFERENCES {clients} (id) ON DELETE CASCADE,
 		subject {text} NOT NULL DEFAULT '',
 		requested_scopes {text} NOT NULL DEFAULT '[]',
 		granted_scopes {text} NOT NULL DEFAULT '[]',
@@ -51,7 +51,7 @@ func requestTable(name, extra string) string {
 // schemaV1 creates every table. String lists are JSON text; a NULL expires_at never expires.
 func schemaV1() []string {
 	return []string{
-		`CREATE TABLE clients (
+		`CREATE TABLE {clients} (
 		id {text} PRIMARY KEY,
 		secret_hash {blob},
 		name {text} NOT NULL DEFAULT '',
@@ -67,9 +67,9 @@ func schemaV1() []string {
 		created_at {time} NOT NULL,
 		updated_at {time} NOT NULL
 	)`,
-		`CREATE INDEX clients_created_at_idx ON clients (created_at, id)`,
+		`CREATE INDEX {clients_created_at_idx} ON {clients} (created_at, id)`,
 
-		`CREATE TABLE users (
+		`CREATE TABLE {users} (
 		id {text} PRIMARY KEY,
 		email {text} NOT NULL,
 		email_lower {text} NOT NULL,
@@ -81,65 +81,65 @@ func schemaV1() []string {
 		created_at {time} NOT NULL,
 		updated_at {time} NOT NULL
 	)`,
-		`CREATE UNIQUE INDEX users_email_lower_key ON users (email_lower)`,
+		`CREATE UNIQUE INDEX {users_email_lower_key} ON {users} (email_lower)`,
 
-		`CREATE TABLE sessions (
+		`CREATE TABLE {sessions} (
 		id_hash {text} PRIMARY KEY,
-		user_id {text} NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+		user_id {text} NOT NULL REFERENCES {users} (id) ON DELETE CASCADE,
 		kind {text} NOT NULL,
 		method {text} NOT NULL DEFAULT '',
 		auth_time {time} NOT NULL,
 		created_at {time} NOT NULL,
 		expires_at {time} NOT NULL
 	)`,
-		`CREATE INDEX sessions_user_id_idx ON sessions (user_id)`,
-		`CREATE INDEX sessions_expires_at_idx ON sessions (expires_at)`,
+		`CREATE INDEX {sessions_user_id_idx} ON {sessions} (user_id)`,
+		`CREATE INDEX {sessions_expires_at_idx} ON {sessions} (expires_at)`,
 
-		`CREATE TABLE auth_requests (
+		`CREATE TABLE {auth_requests} (
 		id_hash {text} PRIMARY KEY,
-		client_id {text} NOT NULL REFERENCES clients (id) ON DELETE CASCADE,
+		client_id {text} NOT NULL REFERENCES {clients} (id) ON DELETE CASCADE,
 		form {text} NOT NULL DEFAULT '',
 		requested_at {time} NOT NULL,
 		expires_at {time} NOT NULL,
 		user_id {text} NOT NULL DEFAULT '',
 		auth_time {time}
 	)`,
-		`CREATE INDEX auth_requests_client_id_idx ON auth_requests (client_id)`,
-		`CREATE INDEX auth_requests_expires_at_idx ON auth_requests (expires_at)`,
+		`CREATE INDEX {auth_requests_client_id_idx} ON {auth_requests} (client_id)`,
+		`CREATE INDEX {auth_requests_expires_at_idx} ON {auth_requests} (expires_at)`,
 
-		requestTable("authorization_codes", "active {bool} NOT NULL DEFAULT TRUE,\n\t\t"),
-		`CREATE INDEX authorization_codes_request_id_idx ON authorization_codes (request_id)`,
-		`CREATE INDEX authorization_codes_client_subject_idx ON authorization_codes (client_id, subject)`,
-		`CREATE INDEX authorization_codes_expires_at_idx ON authorization_codes (expires_at)`,
+		requestTable("{authorization_codes}", "active {bool} NOT NULL DEFAULT TRUE,\n\t\t"),
+		`CREATE INDEX {authorization_codes_request_id_idx} ON {authorization_codes} (request_id)`,
+		`CREATE INDEX {authorization_codes_client_subject_idx} ON {authorization_codes} (client_id, subject)`,
+		`CREATE INDEX {authorization_codes_expires_at_idx} ON {authorization_codes} (expires_at)`,
 
-		requestTable("access_tokens", ""),
-		`CREATE INDEX access_tokens_request_id_idx ON access_tokens (request_id)`,
-		`CREATE INDEX access_tokens_client_subject_idx ON access_tokens (client_id, subject)`,
-		`CREATE INDEX access_tokens_expires_at_idx ON access_tokens (expires_at)`,
+		requestTable("{access_tokens}", ""),
+		`CREATE INDEX {access_tokens_request_id_idx} ON {access_tokens} (request_id)`,
+		`CREATE INDEX {access_tokens_client_subject_idx} ON {access_tokens} (client_id, subject)`,
+		`CREATE INDEX {access_tokens_expires_at_idx} ON {access_tokens} (expires_at)`,
 
-		requestTable("refresh_tokens", "access_signature {text} NOT NULL DEFAULT '',\n\t\tactive {bool} NOT NULL DEFAULT TRUE,\n\t\t"),
-		`CREATE INDEX refresh_tokens_request_id_idx ON refresh_tokens (request_id)`,
-		`CREATE INDEX refresh_tokens_client_subject_idx ON refresh_tokens (client_id, subject)`,
-		`CREATE INDEX refresh_tokens_expires_at_idx ON refresh_tokens (expires_at)`,
+		requestTable("{refresh_tokens}", "access_signature {text} NOT NULL DEFAULT '',\n\t\tactive {bool} NOT NULL DEFAULT TRUE,\n\t\t"),
+		`CREATE INDEX {refresh_tokens_request_id_idx} ON {refresh_tokens} (request_id)`,
+		`CREATE INDEX {refresh_tokens_client_subject_idx} ON {refresh_tokens} (client_id, subject)`,
+		`CREATE INDEX {refresh_tokens_expires_at_idx} ON {refresh_tokens} (expires_at)`,
 
-		requestTable("pkce_requests", ""),
-		`CREATE INDEX pkce_requests_client_id_idx ON pkce_requests (client_id)`,
-		`CREATE INDEX pkce_requests_expires_at_idx ON pkce_requests (expires_at)`,
+		requestTable("{pkce_requests}", ""),
+		`CREATE INDEX {pkce_requests_client_id_idx} ON {pkce_requests} (client_id)`,
+		`CREATE INDEX {pkce_requests_expires_at_idx} ON {pkce_requests} (expires_at)`,
 
-		requestTable("oidc_sessions", ""),
-		`CREATE INDEX oidc_sessions_client_id_idx ON oidc_sessions (client_id)`,
-		`CREATE INDEX oidc_sessions_expires_at_idx ON oidc_sessions (expires_at)`,
+		requestTable("{oidc_sessions}", ""),
+		`CREATE INDEX {oidc_sessions_client_id_idx} ON {oidc_sessions} (client_id)`,
+		`CREATE INDEX {oidc_sessions_expires_at_idx} ON {oidc_sessions} (expires_at)`,
 
-		`CREATE TABLE consents (
-		user_id {text} NOT NULL REFERENCES users (id) ON DELETE CASCADE,
-		client_id {text} NOT NULL REFERENCES clients (id) ON DELETE CASCADE,
+		`CREATE TABLE {consents} (
+		user_id {text} NOT NULL REFERENCES {users} (id) ON DELETE CASCADE,
+		client_id {text} NOT NULL REFERENCES {clients} (id) ON DELETE CASCADE,
 		scopes {text} NOT NULL DEFAULT '[]',
 		granted_at {time} NOT NULL,
 		PRIMARY KEY (user_id, client_id)
 	)`,
-		`CREATE INDEX consents_client_id_idx ON consents (client_id)`,
+		`CREATE INDEX {consents_client_id_idx} ON {consents} (client_id)`,
 
-		`CREATE TABLE signing_keys (
+		`CREATE TABLE {signing_keys} (
 		kid {text} PRIMARY KEY,
 		algorithm {text} NOT NULL,
 		sealed {blob} NOT NULL,
@@ -147,10 +147,10 @@ func schemaV1() []string {
 		retired_at {time}
 	)`,
 
-		`CREATE TABLE client_assertion_jtis (
+		`CREATE TABLE {client_assertion_jtis} (
 		jti {text} PRIMARY KEY,
 		expires_at {time} NOT NULL
 	)`,
-		`CREATE INDEX client_assertion_jtis_expires_at_idx ON client_assertion_jtis (expires_at)`,
+		`CREATE INDEX {client_assertion_jtis_expires_at_idx} ON {client_assertion_jtis} (expires_at)`,
 	}
 }

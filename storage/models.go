@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"gorm.io/gorm/schema"
 )
 
 // The GORM models below mirror the tables migration 1 creates (migrations.go); the records
@@ -69,7 +71,7 @@ type clientModel struct {
 	UpdatedAt              time.Time `gorm:"autoUpdateTime:false"`
 }
 
-func (clientModel) TableName() string { return "clients" }
+func (clientModel) TableName(n schema.Namer) string { return n.TableName("clients") }
 
 type userModel struct {
 	ID              string `gorm:"primaryKey"`
@@ -86,7 +88,7 @@ type userModel struct {
 	UpdatedAt       time.Time  `gorm:"autoUpdateTime:false"`
 }
 
-func (userModel) TableName() string { return "users" }
+func (userModel) TableName(n schema.Namer) string { return n.TableName("users") }
 
 type sessionModel struct {
 	IDHash    string `gorm:"primaryKey"`
@@ -98,7 +100,7 @@ type sessionModel struct {
 	ExpiresAt time.Time
 }
 
-func (sessionModel) TableName() string { return "sessions" }
+func (sessionModel) TableName(n schema.Namer) string { return n.TableName("sessions") }
 
 type authRequestModel struct {
 	IDHash      string `gorm:"primaryKey"`
@@ -110,7 +112,7 @@ type authRequestModel struct {
 	AuthTime    *time.Time
 }
 
-func (authRequestModel) TableName() string { return "auth_requests" }
+func (authRequestModel) TableName(n schema.Namer) string { return n.TableName("auth_requests") }
 
 // requestColumns are the columns every table holding a serialized fosite.Requester has.
 type requestColumns struct {
@@ -139,13 +141,15 @@ type authorizationCodeModel struct {
 	Active  bool
 }
 
-func (authorizationCodeModel) TableName() string { return "authorization_codes" }
+func (authorizationCodeModel) TableName(n schema.Namer) string {
+	return n.TableName("authorization_codes")
+}
 
 type accessTokenModel struct {
 	Request requestColumns `gorm:"embedded"`
 }
 
-func (accessTokenModel) TableName() string { return "access_tokens" }
+func (accessTokenModel) TableName(n schema.Namer) string { return n.TableName("access_tokens") }
 
 type refreshTokenModel struct {
 	Request         requestColumns `gorm:"embedded"`
@@ -153,19 +157,19 @@ type refreshTokenModel struct {
 	Active          bool
 }
 
-func (refreshTokenModel) TableName() string { return "refresh_tokens" }
+func (refreshTokenModel) TableName(n schema.Namer) string { return n.TableName("refresh_tokens") }
 
 type pkceRequestModel struct {
 	Request requestColumns `gorm:"embedded"`
 }
 
-func (pkceRequestModel) TableName() string { return "pkce_requests" }
+func (pkceRequestModel) TableName(n schema.Namer) string { return n.TableName("pkce_requests") }
 
 type oidcSessionModel struct {
 	Request requestColumns `gorm:"embedded"`
 }
 
-func (oidcSessionModel) TableName() string { return "oidc_sessions" }
+func (oidcSessionModel) TableName(n schema.Namer) string { return n.TableName("oidc_sessions") }
 
 type consentModel struct {
 	UserID    string `gorm:"primaryKey"`
@@ -174,7 +178,7 @@ type consentModel struct {
 	GrantedAt time.Time
 }
 
-func (consentModel) TableName() string { return "consents" }
+func (consentModel) TableName(n schema.Namer) string { return n.TableName("consents") }
 
 type signingKeyModel struct {
 	KID       string `gorm:"column:kid;primaryKey"`
@@ -184,14 +188,16 @@ type signingKeyModel struct {
 	RetiredAt *time.Time
 }
 
-func (signingKeyModel) TableName() string { return "signing_keys" }
+func (signingKeyModel) TableName(n schema.Namer) string { return n.TableName("signing_keys") }
 
 type clientAssertionJTIModel struct {
 	JTI       string `gorm:"column:jti;primaryKey"`
 	ExpiresAt time.Time
 }
 
-func (clientAssertionJTIModel) TableName() string { return "client_assertion_jtis" }
+func (clientAssertionJTIModel) TableName(n schema.Namer) string {
+	return n.TableName("client_assertion_jtis")
+}
 
 // timeUTC returns a time read from the database in UTC.
 func timeUTC(t time.Time) time.Time { return t.UTC() }
@@ -220,7 +226,7 @@ type oneTimeTokenModel struct {
 	UsedAt        *time.Time
 }
 
-func (oneTimeTokenModel) TableName() string { return "one_time_tokens" }
+func (oneTimeTokenModel) TableName(n schema.Namer) string { return n.TableName("one_time_tokens") }
 
 type pinChallengeModel struct {
 	ID          string `gorm:"primaryKey"`
@@ -238,4 +244,4 @@ type pinChallengeModel struct {
 	UsedAt        *time.Time
 }
 
-func (pinChallengeModel) TableName() string { return "pin_challenges" }
+func (pinChallengeModel) TableName(n schema.Namer) string { return n.TableName("pin_challenges") }

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -12,19 +13,20 @@ import (
 	"strings"
 	"time"
 
-	"github.com/glebarez/sqlite"
-	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 )
 
 // Store is the database behind Gatehouse. It is safe for concurrent use; create one with
-// Open and release it with Close.
+// Open, FromDB or FromGorm and release it with Close.
 type Store struct {
 	db      *gorm.DB
 	dialect dialect
+	names   schemaNames
 	now     func() time.Time
 	log     *slog.Logger
+	// ownsPool is true when Open created the pool, which Close then closes.
+	ownsPool bool
 }
 
 type dialect int
@@ -34,21 +36,19 @@ const (
 	dialectPostgres
 )
 
-// sqliteBusyTimeout is how long an SQLite connection waits for another writer before it
-// fails with SQLITE_BUSY.
-const sqliteBusyTimeout = 10 * time.Second
-
-// Option configures Open.
+// Option configures Open, FromDB and FromGorm.
 type Option func(*options)
 
 type options struct {
-	log *slog.Logger
-	now func() time.Time
+	log    *slog.Logger
+	now    func() time.Time
+	prefix string
+	pool   Pool
 }
 
 // WithLogger sends the store's diagnostics to log: SQL statements at debug level (without
-// their parameters, which may carry secrets), slow statements at warn level. A nil logger,
-// the default, discards them.
+// their parameters, which may carry secrets), slow statements at warn level, each applied
+// migration at info level. A nil logger, the default, discards them.
 func WithLogger(log *slog.Logger) Option {
 	return func(o *options) { o.log = log }
 }
@@ -60,20 +60,104 @@ func WithClock(now func() time.Time) Option {
 	return func(o *options) { o.now = now }
 }
 
-// Open connects to the database named by dsn:
+// WithTablePrefix puts prefix before the name of every table and index Gatehouse creates and
+// queries ("gatehouse_" gives gatehouse_users, gatehouse_clients, …), so its tables live
+// beside a company's own in one schema. A prefix is lower-case ASCII letters, digits and
+// underscores, starts with a letter and has at most 24 characters (unquoted names fold to
+// lower case in Postgres, whose names end at 63 bytes); any other makes Open, FromDB and
+// FromGorm fail. The default "" keeps the table names of releases before prefixes.
 //
-//   - "sqlite:PATH" (or "sqlite://PATH"): an SQLite file, created when missing, opened with
-//     the pure-Go driver in WAL mode with foreign keys on, a busy timeout of 10s and
-//     BEGIN IMMEDIATE transactions, so a write transaction waits for the lock instead of
-//     failing on a lock upgrade. PATH ":memory:" gives a private in-memory database on a
-//     single connection.
-//   - "postgres://…" or "postgresql://…": Postgres through pgx; connection parameters such
-//     as sslmode and search_path go in the query string.
+// The migrations table is the prefixed schema_migrations, except that an empty prefix counts
+// as "gatehouse_" for it alone: "" and "gatehouse_" both keep their versions in
+// gatehouse_schema_migrations, "auth_" in auth_schema_migrations. A bare schema_migrations
+// is left to other migration tools (see Migrate). A prefix cannot be changed on a migrated
+// database: the tables are not renamed.
+func WithTablePrefix(prefix string) Option {
+	return func(o *options) { o.prefix = prefix }
+}
+
+// maxTablePrefix keeps the longest prefixed index name within Postgres's 63 bytes.
+const maxTablePrefix = 24
+
+// validTablePrefix reports whether p is a table prefix WithTablePrefix accepts.
+func validTablePrefix(p string) error {
+	if p == "" {
+		return nil
+	}
+	if len(p) > maxTablePrefix {
+		return fmt.Errorf("storage: table prefix %q is longer than %d characters", p, maxTablePrefix)
+	}
+	for i, r := range p {
+		switch {
+		case r >= 'a' && r <= 'z':
+		case i > 0 && (r >= '0' && r <= '9' || r == '_'):
+		default:
+			return fmt.Errorf("storage: table prefix %q must be lower-case letters, digits and underscores, starting with a letter", p)
+		}
+	}
+	return nil
+}
+
+// Pool limits the connection pool Open creates. A zero field keeps its default:
 //
-// Open checks the connection with Ping before it returns. It does not migrate: call Migrate.
-// Any other scheme is an error that names the scheme (never the whole DSN, which may hold a
-// password).
-func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
+//   - Postgres: MaxOpenConns 25, MaxIdleConns 10, ConnMaxIdleTime 5 minutes, ConnMaxLifetime
+//     30 minutes;
+//   - an SQLite file: MaxOpenConns 8, MaxIdleConns 8, ConnMaxIdleTime 5 minutes, no
+//     ConnMaxLifetime;
+//   - SQLite ":memory:": exactly one connection, whatever Pool says (every connection to
+//     it is a database of its own).
+//
+// A negative field means what database/sql makes of zero: no limit on open connections, no
+// idle connections, no maximum idle time or lifetime. Pool is ignored by FromDB and
+// FromGorm: the caller's pool keeps the limits the caller gave it.
+type Pool struct {
+	// MaxOpenConns caps the connections open at once (sql.DB.SetMaxOpenConns).
+	MaxOpenConns int
+	// MaxIdleConns caps the idle connections kept for reuse (sql.DB.SetMaxIdleConns).
+	MaxIdleConns int
+	// ConnMaxLifetime closes a connection this long after it was opened
+	// (sql.DB.SetConnMaxLifetime).
+	ConnMaxLifetime time.Duration
+	// ConnMaxIdleTime closes a connection idle this long (sql.DB.SetConnMaxIdleTime).
+	ConnMaxIdleTime time.Duration
+}
+
+// WithPool sets the limits of the connection pool Open creates; see Pool for the defaults.
+func WithPool(p Pool) Option {
+	return func(o *options) { o.pool = p }
+}
+
+// defaultPool is the Pool a zero Pool means for dialect d.
+func defaultPool(d dialect) Pool {
+	if d == dialectSQLite {
+		// WAL lets readers run beside the one writer; writers queue on the busy timeout.
+		return Pool{MaxOpenConns: 8, MaxIdleConns: 8, ConnMaxIdleTime: 5 * time.Minute}
+	}
+	return Pool{MaxOpenConns: 25, MaxIdleConns: 10, ConnMaxIdleTime: 5 * time.Minute, ConnMaxLifetime: 30 * time.Minute}
+}
+
+// apply sets p's limits on db, each zero field taken from def.
+func (p Pool) apply(db *sql.DB, def Pool) {
+	pick := func(v, d int) int {
+		if v == 0 {
+			return d
+		}
+		return max(v, 0)
+	}
+	pickDur := func(v, d time.Duration) time.Duration {
+		if v == 0 {
+			return d
+		}
+		return max(v, 0)
+	}
+	db.SetMaxOpenConns(pick(p.MaxOpenConns, def.MaxOpenConns))
+	db.SetMaxIdleConns(pick(p.MaxIdleConns, def.MaxIdleConns))
+	db.SetConnMaxLifetime(pickDur(p.ConnMaxLifetime, def.ConnMaxLifetime))
+	db.SetConnMaxIdleTime(pickDur(p.ConnMaxIdleTime, def.ConnMaxIdleTime))
+}
+
+// newOptions applies opts over the defaults and validates them.
+func newOptions(opts []Option) (options, error) {
 	o := options{}
 	for _, opt := range opts {
 		opt(&o)
@@ -84,27 +168,43 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	if o.now == nil {
 		o.now = time.Now
 	}
+	return o, validTablePrefix(o.prefix)
+}
 
+// Open connects to the database named by dsn:
+//
+//   - "sqlite:PATH" (or "sqlite://PATH"): an SQLite file, created when missing, opened with
+//     the pure-Go driver in WAL mode with foreign keys on, a busy timeout of 10s and
+//     BEGIN IMMEDIATE transactions, so a write transaction waits for the lock instead of
+//     failing on a lock upgrade. PATH ":memory:" gives a private in-memory database on a
+//     single connection. The driver is linked only by importing package storage/sqlite;
+//     without it Open fails with an error that names the import.
+//   - "postgres://…" or "postgresql://…": Postgres through pgx; connection parameters such
+//     as sslmode and search_path go in the query string.
+//
+// Open creates the connection pool (limits: WithPool) and checks the connection with Ping
+// before it returns; Close closes the pool. It does not migrate: call Migrate. Any other
+// scheme is an error that names the scheme (never the whole DSN, which may hold a password).
+func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
+	o, err := newOptions(opts)
+	if err != nil {
+		return nil, err
+	}
 	var (
-		dialector gorm.Dialector
-		d         dialect
-		memory    bool
+		name   string
+		arg    = dsn
+		memory bool
 	)
 	switch {
 	case strings.HasPrefix(dsn, "sqlite:"):
-		path := strings.TrimPrefix(strings.TrimPrefix(dsn, "sqlite:"), "//")
-		if path == "" {
+		name = DialectSQLite
+		arg = strings.TrimPrefix(strings.TrimPrefix(dsn, "sqlite:"), "//")
+		if arg == "" {
 			return nil, errors.New("storage: sqlite dsn has no path")
 		}
-		memory = path == ":memory:"
-		if err := createPrivateSQLiteFile(path); err != nil {
-			return nil, err
-		}
-		dialector = sqlite.Open(sqliteDSN(path))
-		d = dialectSQLite
+		memory = arg == ":memory:"
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
-		dialector = postgres.Open(dsn)
-		d = dialectPostgres
+		name = DialectPostgres
 	default:
 		scheme, _, found := strings.Cut(dsn, ":")
 		if !found {
@@ -112,49 +212,125 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		}
 		return nil, fmt.Errorf("storage: unsupported dsn scheme %q (want sqlite:PATH or postgres://…)", scheme)
 	}
-
-	db, err := gorm.Open(dialector, &gorm.Config{
-		Logger:                 newGormLogger(o.log),
-		NowFunc:                func() time.Time { return utc(o.now()) },
-		SkipDefaultTransaction: true,
-		TranslateError:         true,
-		DisableAutomaticPing:   true,
-	})
+	drv, d, err := driverFor(name)
+	if err != nil {
+		return nil, err
+	}
+	if d == dialectSQLite {
+		if err := createPrivateSQLiteFile(arg); err != nil {
+			return nil, err
+		}
+	}
+	s, err := newStore(drv.Open(arg), d, o)
+	if err != nil {
+		return nil, err
+	}
+	s.ownsPool = true
+	sqlDB, err := s.db.DB()
 	if err != nil {
 		return nil, fmt.Errorf("storage: open: %w", err)
 	}
-	if err := registerUnavailableCallbacks(db); err != nil {
-		return nil, fmt.Errorf("storage: open: %w", err)
+	if memory {
+		Pool{MaxOpenConns: 1, MaxIdleConns: 1, ConnMaxIdleTime: -1, ConnMaxLifetime: -1}.apply(sqlDB, Pool{})
+	} else {
+		o.pool.apply(sqlDB, defaultPool(d))
 	}
-	sqlDB, err := db.DB()
-	if err != nil {
-		return nil, fmt.Errorf("storage: open: %w", err)
-	}
-	switch {
-	case memory:
-		// Every connection to ":memory:" is a database of its own: keep exactly one.
-		sqlDB.SetMaxOpenConns(1)
-		sqlDB.SetMaxIdleConns(1)
-		sqlDB.SetConnMaxIdleTime(0)
-		sqlDB.SetConnMaxLifetime(0)
-	case d == dialectSQLite:
-		// WAL lets readers run beside the one writer; writers queue on the busy timeout.
-		sqlDB.SetMaxOpenConns(8)
-		sqlDB.SetMaxIdleConns(8)
-		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
-	default:
-		sqlDB.SetMaxOpenConns(25)
-		sqlDB.SetMaxIdleConns(10)
-		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
-		sqlDB.SetConnMaxLifetime(30 * time.Minute)
-	}
-
-	s := &Store{db: db, dialect: d, now: o.now, log: o.log}
 	if err := s.Ping(ctx); err != nil {
 		_ = sqlDB.Close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// FromDB makes a store on a pool the caller opened and owns: dialect is "postgres" or
+// "sqlite" (whose driver package storage/sqlite must be imported, and whose pool must be of
+// its driver, github.com/glebarez/go-sqlite). The store runs its statements on db with its
+// own GORM settings; Close leaves db open, and WithPool is ignored.
+//
+// An SQLite pool must have foreign keys on (FromDB checks it, and fails otherwise), and
+// should have a busy timeout, WAL mode and BEGIN IMMEDIATE transactions, as Open sets up:
+// open it with the DSN "PATH?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&
+// _pragma=foreign_keys(1)&_txlock=immediate". Without them concurrent writers fail with
+// SQLITE_BUSY instead of waiting.
+//
+// FromDB does not migrate: call Migrate, which keeps Gatehouse's tables apart from the
+// caller's when WithTablePrefix is given.
+func FromDB(db *sql.DB, dialect string, opts ...Option) (*Store, error) {
+	if db == nil {
+		return nil, errors.New("storage: FromDB(nil)")
+	}
+	return fromPool(db, dialect, nil, opts)
+}
+
+// FromGorm makes a store on the connection pool of a GORM database the caller opened and
+// owns, with gorm.io/driver/postgres or github.com/glebarez/sqlite (the dialect is
+// db.Dialector.Name(); for SQLite, package storage/sqlite must be imported). The store
+// opens a GORM database of its own on db's pool, with its own logger, clock, naming,
+// error translation and callbacks, so db's configuration and the caller's other queries are
+// left exactly as they were; Close leaves the pool open, and WithPool is ignored. db must
+// not be inside a transaction. The SQLite requirements are FromDB's.
+func FromGorm(db *gorm.DB, opts ...Option) (*Store, error) {
+	if db == nil || db.Config == nil || db.Dialector == nil {
+		return nil, errors.New("storage: FromGorm: the gorm DB is nil or not opened")
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, fmt.Errorf("storage: FromGorm: the gorm DB has no connection pool of its own (is it inside a transaction?): %w", err)
+	}
+	return fromPool(sqlDB, db.Dialector.Name(), db.Dialector, opts)
+}
+
+// fromPool is FromDB and FromGorm: a store on the caller's pool, which it does not own.
+func fromPool(pool *sql.DB, name string, caller gorm.Dialector, opts []Option) (*Store, error) {
+	o, err := newOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	drv, d, err := driverFor(name)
+	if err != nil {
+		return nil, err
+	}
+	dialector, err := drv.Conn(pool, caller)
+	if err != nil {
+		return nil, err
+	}
+	s, err := newStore(dialector, d, o)
+	if err != nil {
+		return nil, err
+	}
+	if d == dialectSQLite {
+		var on int
+		if err := s.db.Raw("PRAGMA foreign_keys").Scan(&on).Error; err != nil {
+			return nil, fmt.Errorf("storage: read PRAGMA foreign_keys: %w", err)
+		}
+		if on != 1 {
+			return nil, errors.New("storage: the SQLite pool has foreign keys off; open it with _pragma=foreign_keys(1) in the DSN (see FromDB)")
+		}
+	}
+	return s, nil
+}
+
+// newStore opens a GORM database on dialector with the settings every store needs: its
+// logger, its clock in UTC, error translation into gorm.ErrDuplicatedKey and
+// gorm.ErrForeignKeyViolated, the table prefix, and the callbacks that mark an unreachable
+// database.
+func newStore(dialector gorm.Dialector, d dialect, o options) (*Store, error) {
+	names := schemaNames{dialect: d, prefix: o.prefix}
+	db, err := gorm.Open(dialector, &gorm.Config{
+		Logger:                 newGormLogger(o.log),
+		NowFunc:                func() time.Time { return utc(o.now()) },
+		NamingStrategy:         names.namingStrategy(),
+		SkipDefaultTransaction: true,
+		TranslateError:         true,
+		DisableAutomaticPing:   true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("storage: open: %w", unavailable(err))
+	}
+	if err := registerUnavailableCallbacks(db); err != nil {
+		return nil, fmt.Errorf("storage: open: %w", err)
+	}
+	return &Store{db: db, dialect: d, names: names, now: o.now, log: o.log}, nil
 }
 
 // createPrivateSQLiteFile creates the database file of an SQLite path with mode 0600 when it
@@ -182,25 +358,12 @@ func createPrivateSQLiteFile(path string) error {
 	return nil
 }
 
-// sqliteDSN adds the connection parameters Gatehouse relies on to an SQLite path. The busy
-// timeout comes first so the other pragmas already wait for locks.
-func sqliteDSN(path string) string {
-	params := []string{
-		fmt.Sprintf("_pragma=busy_timeout(%d)", sqliteBusyTimeout.Milliseconds()),
-		"_pragma=journal_mode(WAL)",
-		"_pragma=synchronous(NORMAL)",
-		"_pragma=foreign_keys(1)",
-		"_txlock=immediate",
-	}
-	sep := "?"
-	if strings.Contains(path, "?") {
-		sep = "&"
-	}
-	return path + sep + strings.Join(params, "&")
-}
-
-// Close closes the connection pool. Transactions still open on it are rolled back.
+// Close closes the connection pool Open created; transactions still open on it are rolled
+// back. A store made by FromDB or FromGorm leaves the caller's pool open.
 func (s *Store) Close() error {
+	if !s.ownsPool {
+		return nil
+	}
 	sqlDB, err := s.db.DB()
 	if err != nil {
 		return fmt.Errorf("storage: close: %w", err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gatehouse-id/gatehouse/storage"
+	_ "github.com/gatehouse-id/gatehouse/storage/sqlite"
 	"github.com/gatehouse-id/gatehouse/storage/storagetest"
 )
 

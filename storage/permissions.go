@@ -9,6 +9,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/permissions"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+	"gorm.io/gorm/schema"
 )
 
 var _ permissions.Store = (*Store)(nil)
@@ -26,7 +27,7 @@ type permissionModel struct {
 	UpdatedAt   time.Time `gorm:"autoUpdateTime:false"`
 }
 
-func (permissionModel) TableName() string { return "permissions" }
+func (permissionModel) TableName(n schema.Namer) string { return n.TableName("permissions") }
 
 func (m *permissionModel) toRecord() *permissions.Record {
 	return &permissions.Record{
@@ -48,7 +49,7 @@ type permissionAuditModel struct {
 	At           time.Time
 }
 
-func (permissionAuditModel) TableName() string { return "permission_audit" }
+func (permissionAuditModel) TableName(n schema.Namer) string { return n.TableName("permission_audit") }
 
 // Permission returns the record of (userID, clientID) without AppName, or
 // permissions.ErrNoRecord. Inside a transaction on Postgres it takes the row lock

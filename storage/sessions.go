@@ -37,15 +37,15 @@ func (s *Store) SessionByIDHash(ctx context.Context, idHash string, now time.Tim
 		Session sessionModel `gorm:"embedded"`
 		User    userModel    `gorm:"embedded;embeddedPrefix:u_"`
 	}
-	err := s.conn(ctx).Table("sessions").
-		Select(`sessions.id_hash, sessions.user_id, sessions.kind, sessions.method, sessions.auth_time,
-			sessions.created_at, sessions.expires_at, users.id AS u_id, users.email AS u_email,
-			users.email_lower AS u_email_lower, users.email_verified AS u_email_verified,
-			users.name AS u_name, users.password_hash AS u_password_hash, users.role AS u_role,
-			users.status AS u_status, users.require_pin AS u_require_pin,
-			users.social_providers AS u_social_providers, users.created_at AS u_created_at, users.updated_at AS u_updated_at`).
-		Joins("JOIN users ON users.id = sessions.user_id").
-		Where("sessions.id_hash = ? AND sessions.expires_at > ?", idHash, utc(now)).
+	err := s.conn(ctx).Table(s.names.table("sessions")).
+		Select(s.sql(`{sessions}.id_hash, {sessions}.user_id, {sessions}.kind, {sessions}.method, {sessions}.auth_time,
+			{sessions}.created_at, {sessions}.expires_at, {users}.id AS u_id, {users}.email AS u_email,
+			{users}.email_lower AS u_email_lower, {users}.email_verified AS u_email_verified,
+			{users}.name AS u_name, {users}.password_hash AS u_password_hash, {users}.role AS u_role,
+			{users}.status AS u_status, {users}.require_pin AS u_require_pin,
+			{users}.social_providers AS u_social_providers, {users}.created_at AS u_created_at, {users}.updated_at AS u_updated_at`)).
+		Joins(s.sql("JOIN {users} ON {users}.id = {sessions}.user_id")).
+		Where(s.sql("{sessions}.id_hash = ? AND {sessions}.expires_at > ?"), idHash, utc(now)).
 		Take(&row).Error
 	if err != nil {
 		if isNotFound(err) {

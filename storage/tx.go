@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"gorm.io/gorm"
+
+	"github.com/gatehouse-id/gatehouse/internal/aftercommit"
 )
 
 // errNoTransaction is returned by Commit and Rollback on a context BeginTX did not return.
@@ -46,6 +48,10 @@ func (s *Store) txFrom(ctx context.Context) *txState {
 // rolled back with it); Rollback of a nested context undoes only the writes made since
 // the nested BeginTX. Only the outermost Commit makes anything durable.
 //
+// Work deferred on the returned context with package internal/aftercommit (every event
+// package events emits) runs only once the outermost transaction has committed, and is
+// dropped with a rollback, of the whole transaction or of the savepoint it was deferred in.
+//
 // A method that answers a constraint violation with a sentinel (ErrConflict,
 // publicauth.ErrEmailTaken, …) leaves the transaction usable. Any other database error
 // inside a transaction may leave it aborted (Postgres): roll it back.
@@ -55,7 +61,7 @@ func (s *Store) BeginTX(ctx context.Context) (context.Context, error) {
 		if err := parent.tx.WithContext(ctx).SavePoint(name).Error; err != nil {
 			return ctx, fmt.Errorf("storage: begin nested transaction: %w", err)
 		}
-		return context.WithValue(ctx, txKey{}, &txState{
+		return context.WithValue(aftercommit.Begin(ctx), txKey{}, &txState{
 			store: s, tx: parent.tx, savepoint: name, depth: parent.depth + 1,
 		}), nil
 	}
@@ -63,11 +69,14 @@ func (s *Store) BeginTX(ctx context.Context) (context.Context, error) {
 	if tx.Error != nil {
 		return ctx, fmt.Errorf("storage: begin transaction: %w", unavailable(tx.Error))
 	}
-	return context.WithValue(ctx, txKey{}, &txState{store: s, tx: tx}), nil
+	// Deferred work runs with ctx, which carries no transaction.
+	return context.WithValue(aftercommit.Begin(ctx), txKey{}, &txState{store: s, tx: tx}), nil
 }
 
 // Commit commits the transaction BeginTX put into ctx (or releases its savepoint, for a
-// nested one). Without a transaction in ctx it returns an error.
+// nested one). Without a transaction in ctx it returns an error. Once the outermost
+// transaction committed, Commit runs the work deferred in it (aftercommit.Do); when the
+// commit fails, that work is dropped.
 func (s *Store) Commit(ctx context.Context) error {
 	st := s.txFrom(ctx)
 	if st == nil {
@@ -75,23 +84,29 @@ func (s *Store) Commit(ctx context.Context) error {
 	}
 	if st.savepoint != "" {
 		if err := st.tx.WithContext(ctx).Exec("RELEASE SAVEPOINT " + st.savepoint).Error; err != nil {
+			aftercommit.Discard(ctx)
 			return fmt.Errorf("storage: release savepoint: %w", err)
 		}
+		aftercommit.Commit(ctx)
 		return nil
 	}
 	if err := st.tx.Commit().Error; err != nil {
+		aftercommit.Discard(ctx)
 		return fmt.Errorf("storage: commit: %w", unavailable(err))
 	}
+	aftercommit.Commit(ctx)
 	return nil
 }
 
 // Rollback rolls back the transaction BeginTX put into ctx (or, for a nested one, back to
-// its savepoint). Without a transaction in ctx it returns an error.
+// its savepoint), dropping the work deferred in it. Without a transaction in ctx it returns
+// an error.
 func (s *Store) Rollback(ctx context.Context) error {
 	st := s.txFrom(ctx)
 	if st == nil {
 		return errNoTransaction
 	}
+	aftercommit.Discard(ctx)
 	if st.savepoint != "" {
 		if err := st.tx.WithContext(ctx).RollbackTo(st.savepoint).Error; err != nil {
 			return fmt.Errorf("storage: rollback to savepoint: %w", err)

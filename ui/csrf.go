@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"net/http"
 	"strings"
+
+	"github.com/gatehouse-id/gatehouse/internal/mountpath"
 )
 
 const (
@@ -28,7 +30,12 @@ const (
 // https; a plain-http issuer is for localhost.
 type csrfGuard struct {
 	// name is the cookie's name (csrfHostCookie under an https issuer).
-	name   string
+	name string
+	// path is the cookie's Path: the mount path plus "/" under plain http, so the cookie
+	// stays with the provider's pages; "/" under https, because the __Host- prefix (the
+	// defence against cookie tossing above, worth more than a narrower Path) makes the
+	// browser refuse the cookie with any other Path.
+	path   string
 	secure bool
 	// key is derived from the system secret for this purpose only.
 	key []byte
@@ -36,10 +43,13 @@ type csrfGuard struct {
 	newValue func() (string, error)
 }
 
+// newCSRFGuard returns the guard of the provider whose issuer URL is issuer (its path
+// already checked by mountpath.Of).
 func newCSRFGuard(issuer string, secure bool, key []byte, newValue func() (string, error)) csrfGuard {
-	g := csrfGuard{name: csrfCookie, secure: secure, key: key, newValue: newValue}
+	mount, _ := mountpath.Of(issuer)
+	g := csrfGuard{name: csrfCookie, path: mount + "/", secure: secure, key: key, newValue: newValue}
 	if strings.HasPrefix(issuer, "https://") {
-		g.name, g.secure = csrfHostCookie, true
+		g.name, g.path, g.secure = csrfHostCookie, "/", true
 	}
 	return g
 }
@@ -54,7 +64,7 @@ func (g csrfGuard) token(w http.ResponseWriter, r *http.Request) (string, error)
 		return "", err
 	}
 	http.SetCookie(w, &http.Cookie{
-		Name: g.name, Value: value, Path: "/", HttpOnly: true, Secure: g.secure,
+		Name: g.name, Value: value, Path: g.path, HttpOnly: true, Secure: g.secure,
 		SameSite: http.SameSiteLaxMode,
 	})
 	return g.mac(value), nil

@@ -6,6 +6,9 @@
 //	/signed-in /ui/style.css and the pages of mailed links (magic-login, verify-email,
 //	reset-password, confirm-password)
 //
+// each under the issuer's path, the mount path (/auth/login for the issuer
+// https://acme.example/auth), as is every link, form action and redirect they make.
+//
 // Every page works without JavaScript and carries a CSRF token. The pages log in through
 // package publicauth and continue the OAuth flow through Host, which package provider
 // implements: ui never imports provider. The protocol decisions (whether an authorization
@@ -38,8 +41,9 @@
 //	error.html                            ErrorView
 //	logged_out.html                       LoggedOutView
 //
-// Every view embeds Page (Title); the forms' views embed Form (CSRF, Request, ClientName,
-// Error). A template that names a field its view lacks fails when the page renders. The
+// Every view embeds Page (Title, and Base: the mount path, which every link, form action
+// and stylesheet of a template must begin with, as in action="{{.Base}}/login"); the forms'
+// views embed Form (CSRF, Request, ClientName, Error). A template that names a field its view lacks fails when the page renders. The
 // response_mode=form_post page is built in and not replaceable: its one script must match
 // the hash its Content-Security-Policy allows. Config.ContentSecurityPolicy appends sources
 // (a company stylesheet's origin, say) to the pages' policy, never loosening the rest of it.

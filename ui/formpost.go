@@ -37,7 +37,7 @@ var formPostScriptHash = func() string {
 // the client's verified redirect URI.
 func (ps *pages) formPost(w http.ResponseWriter, redirectURI string, params url.Values) {
 	var buf bytes.Buffer
-	v := formPostView{Page: Page{Title: "Continue"}, Action: template.URL(redirectURI), Params: params}
+	v := formPostView{Page: Page{Title: "Continue", Base: ps.mount}, Action: template.URL(redirectURI), Params: params}
 	if err := ps.formPostPage.Execute(&buf, v); err != nil {
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return

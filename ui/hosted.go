@@ -44,14 +44,14 @@ func (u *UI) formPage(page string, newView func(email string) formView) http.Han
 	}
 }
 
-// formLink is the path of a hosted form page prefilled with email, within the paused
-// request token names when there is one.
-func formLink(page, token, email string) string {
+// formLink is the path of the hosted form page (its path under the mount path) prefilled
+// with email, within the paused request token names when there is one.
+func (u *UI) formLink(page, token, email string) string {
 	q := url.Values{"email": {email}}
 	if token != "" {
 		q.Set(RequestParam, token)
 	}
-	return page + "?" + q.Encode()
+	return u.mount + page + "?" + q.Encode()
 }
 
 // submittedForm is a hosted form POST that passed the CSRF check, with the paused request it
@@ -121,7 +121,7 @@ func (u *UI) registerSubmit(w http.ResponseWriter, r *http.Request) {
 		v := &RegisterView{Email: email, Name: name}
 		if errors.Is(err, publicauth.ErrEmailTaken) {
 			// A way forward for someone who forgot they had an account.
-			v.SignInURL, v.ResetURL = formLink("/login", f.token, email), formLink("/forgot-password", f.token, email)
+			v.SignInURL, v.ResetURL = u.formLink("/login", f.token, email), u.formLink("/forgot-password", f.token, email)
 		}
 		u.formFailed(w, r, "register", f, v, err)
 		return
@@ -149,7 +149,7 @@ func (u *UI) consentPage(w http.ResponseWriter, r *http.Request) {
 	_, user, err := u.auth.CurrentSession(r, publicauth.SessionPublic)
 	if err != nil {
 		// The session ended (or never was): log in first, then come back here.
-		http.Redirect(w, r, LoginPath(token), http.StatusSeeOther)
+		http.Redirect(w, r, u.LoginPath(token), http.StatusSeeOther)
 		return
 	}
 	u.renderForm(w, r, http.StatusOK, "consent", token, pr, &ConsentView{UserEmail: user.Email, Scopes: u.describeScopes(pr.Scopes)})

@@ -29,15 +29,16 @@ const (
 	limitVerifyEmail   = "verify-email"
 )
 
-// signedInPath is where a login begun outside any OAuth flow ends.
+// signedInPath is where a login begun outside any OAuth flow ends, under the mount path.
 const signedInPath = "/signed-in"
 
-// LoginPath is the login page, inside the paused request token when there is one.
-func LoginPath(token string) string {
+// LoginPath is the path of the login page, under the issuer's path, inside the paused
+// request token names when there is one.
+func (u *UI) LoginPath(token string) string {
 	if token == "" {
-		return "/login"
+		return u.mount + "/login"
 	}
-	return "/login?" + url.Values{RequestParam: {token}}.Encode()
+	return u.mount + "/login?" + url.Values{RequestParam: {token}}.Encode()
 }
 
 // notice renders the page that tells the user what happened and where to go next.
@@ -129,7 +130,7 @@ func (u *UI) pinSubmit(w http.ResponseWriter, r *http.Request) {
 			u.renderPIN(w, r, p.status, challenge, token, "", p.text)
 		case errors.Is(err, publicauth.ErrChallengeInvalid):
 			// Not an error to report but a step: a new login, within the same flow.
-			u.notice(w, r, p.status, p.title, p.text, LoginPath(token), "Sign in again")
+			u.notice(w, r, p.status, p.title, p.text, u.LoginPath(token), "Sign in again")
 		default:
 			u.Error(w, r, err)
 		}
@@ -145,7 +146,7 @@ func (u *UI) magicLinkSubmit(w http.ResponseWriter, r *http.Request) {
 		func(f submittedForm, email string) error {
 			dest := u.host.Destination(f.token)
 			if dest.PausedRequest == "" {
-				dest.Resume = signedInPath
+				dest.Resume = u.mount + signedInPath
 			}
 			return u.auth.RequestMagicLink(r.Context(), publicauth.MagicLinkRequest{
 				Email: email, Resume: dest.Resume, PausedRequest: dest.PausedRequest,
@@ -301,7 +302,7 @@ func (u *UI) linkFormSubmit(w http.ResponseWriter, r *http.Request, lf linkForm)
 		u.formFailed(w, r, lf.page, f, &LinkFormView{Token: token}, err)
 		return
 	}
-	u.notice(w, r, http.StatusOK, lf.doneTitle, lf.done(user), "/login", "Sign in")
+	u.notice(w, r, http.StatusOK, lf.doneTitle, lf.done(user), u.LoginPath(""), "Sign in")
 }
 
 // verifyEmailPage shows the form of a verification link (GET /api/public/verify-email):
@@ -328,7 +329,7 @@ func (u *UI) verifyEmailSubmit(w http.ResponseWriter, r *http.Request) {
 func (u *UI) signedIn(w http.ResponseWriter, r *http.Request) {
 	_, user, err := u.auth.CurrentSession(r, publicauth.SessionPublic)
 	if err != nil {
-		http.Redirect(w, r, "/login", http.StatusSeeOther)
+		http.Redirect(w, r, u.LoginPath(""), http.StatusSeeOther)
 		return
 	}
 	u.pages.render(w, r, http.StatusOK, "signed_in", &SignedInView{UserEmail: user.Email})

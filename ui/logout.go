@@ -5,7 +5,7 @@ import (
 	"net/url"
 )
 
-// LogoutPath is the hosted logout confirmation form's target.
+// LogoutPath is the hosted logout confirmation form's target, under the mount path.
 const LogoutPath = "/logout"
 
 // LogoutConfirmation asks the signed-in user (userEmail) to confirm signing out; fields are
@@ -16,7 +16,7 @@ func (u *UI) LogoutConfirmation(w http.ResponseWriter, r *http.Request, userEmai
 		u.Error(w, r, err)
 		return
 	}
-	u.pages.render(w, r, http.StatusOK, "logout", &LogoutView{CSRF: csrf, UserEmail: userEmail, Action: LogoutPath, Fields: fields})
+	u.pages.render(w, r, http.StatusOK, "logout", &LogoutView{CSRF: csrf, UserEmail: userEmail, Action: u.mount + LogoutPath, Fields: fields})
 }
 
 // LoggedOut shows the page of a logout that has no registered place to return to.

@@ -17,6 +17,8 @@ var embeddedTemplates embed.FS
 // nothing from other origins (but those Config.ContentSecurityPolicy adds) and forbids
 // framing, no caching, no referrer.
 type pages struct {
+	// mount is the provider's mount path, every page's Page.Base.
+	mount  string
 	byName map[string]*template.Template
 	// formPostPage is the built-in response_mode=form_post page (formpost.go).
 	formPostPage *template.Template
@@ -78,12 +80,14 @@ func parsePage(name, layout, body string) (*template.Template, error) {
 	return t, nil
 }
 
-// render writes page name from its view v (of the type pageViews gives); the page's title
-// when v has none.
+// render writes page name from its view v (of the type pageViews gives), under the mount
+// path; the page's title when v has none.
 func (ps *pages) render(w http.ResponseWriter, r *http.Request, status int, name string, v view) {
-	if p := v.page(); p.Title == "" {
+	p := v.page()
+	if p.Title == "" {
 		p.Title = pageViews[name].title
 	}
+	p.Base = ps.mount
 	var buf bytes.Buffer
 	if err := ps.byName[name].Execute(&buf, v); err != nil {
 		http.Error(w, "internal error", http.StatusInternalServerError)

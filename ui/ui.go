@@ -12,6 +12,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/gatehouse-id/gatehouse/internal/mountpath"
 	"github.com/gatehouse-id/gatehouse/publicauth"
 	"github.com/gatehouse-id/gatehouse/social"
 )
@@ -68,7 +69,10 @@ type Config struct {
 	TemplateFS fs.FS
 	// ContentSecurityPolicy extends the pages' policy; its zero value adds nothing.
 	ContentSecurityPolicy ContentSecurityPolicy
-	// Issuer decides the CSRF cookie's name: __Host- prefixed under https.
+	// Issuer is the provider's issuer URL. Its path is the mount path every page, link and
+	// redirect of the pages lies under (package internal/mountpath), and the Path of the
+	// CSRF cookie under plain http. Its scheme decides the CSRF cookie's name: __Host-
+	// prefixed under https, which requires Path=/ whatever the mount path.
 	Issuer string
 	// SecureCookies sets the Secure attribute on the CSRF cookie.
 	SecureCookies bool
@@ -88,7 +92,10 @@ type Config struct {
 
 // UI serves the hosted pages. It is safe for concurrent use.
 type UI struct {
-	cfg    Config
+	cfg Config
+	// mount is the issuer's path (mountpath.Of), the prefix of every path the pages serve,
+	// link to or redirect to.
+	mount  string
 	log    *slog.Logger
 	auth   *publicauth.Service
 	social SocialLogins
@@ -106,21 +113,28 @@ func New(cfg Config, auth *publicauth.Service, social SocialLogins, host Host) (
 	if err := cfg.ContentSecurityPolicy.Validate(); err != nil {
 		return nil, fmt.Errorf("ui: content security policy: %w", err)
 	}
+	mount, err := mountpath.Of(cfg.Issuer)
+	if err != nil {
+		return nil, fmt.Errorf("ui: %w", err)
+	}
 	ps, err := newPages(cfg.TemplateFS, cfg.ContentSecurityPolicy)
 	if err != nil {
 		return nil, err
 	}
+	ps.mount = mount
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
 	}
 	return &UI{
-		cfg: cfg, log: log, auth: auth, social: social, host: host, pages: ps,
+		cfg: cfg, mount: mount, log: log, auth: auth, social: social, host: host, pages: ps,
 		csrf: newCSRFGuard(cfg.Issuer, cfg.SecureCookies, cfg.CSRFKey, cfg.NewToken),
 	}, nil
 }
 
-// Routes registers the hosted pages on r.
+// Routes registers the hosted pages on r, relative to the issuer's path: r routes what
+// follows that path (the provider strips it first), so under https://acme.example/auth the
+// login page is /auth/login.
 func (u *UI) Routes(r *mux.Router) {
 	get, post := http.MethodGet, http.MethodPost
 	r.HandleFunc("/login", u.formPage("login", loginView)).Methods(get)

@@ -15,6 +15,12 @@ import (
 type Page struct {
 	// Title is the page's heading and the first part of its <title>.
 	Title string
+	// Base is the path the provider is mounted under: the issuer's path, "" for an issuer
+	// at the origin's root. Every link, form action and stylesheet of a page must begin with
+	// it (href="{{.Base}}/login"), so the page works wherever the provider is mounted; the
+	// pages set it. The URLs the views carry (LinkURL, SignInURL, Action, a Button's URL,
+	// …) already include it.
+	Base string
 }
 
 // page gives render access to the embedded Page of any view.

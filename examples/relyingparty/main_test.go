@@ -19,6 +19,8 @@ import (
 	"golang.org/x/oauth2/clientcredentials"
 
 	"github.com/gatehouse-id/gatehouse/provider"
+	// The test provider keeps its data in SQLite: link its driver.
+	_ "github.com/gatehouse-id/gatehouse/storage/sqlite"
 )
 
 // The test runs the application against a real Gatehouse on 127.0.0.1 and walks it as a

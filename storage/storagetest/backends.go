@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/gatehouse-id/gatehouse/storage"
+	// The suite always runs on SQLite: link its driver.
+	_ "github.com/gatehouse-id/gatehouse/storage/sqlite"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -29,6 +31,8 @@ type Backend struct {
 	Name string
 	// Open returns a migrated store on a fresh, empty database that is removed when t ends.
 	Open func(t *testing.T) *storage.Store
+	// OpenWith is Open with options, e.g. storage.WithTablePrefix.
+	OpenWith func(t *testing.T, opts ...storage.Option) *storage.Store
 	// DSN returns the DSN of a fresh, empty, unmigrated database that is removed when t
 	// ends; tests of Migrate itself use it.
 	DSN func(t *testing.T) string
@@ -53,26 +57,28 @@ func Backends(t *testing.T) []Backend {
 }
 
 func newBackend(name string, dsn func(t *testing.T) string) Backend {
+	openWith := func(t *testing.T, opts ...storage.Option) *storage.Store {
+		t.Helper()
+		ctx := context.Background()
+		s, err := storage.Open(ctx, dsn(t), opts...)
+		if err != nil {
+			t.Fatalf("open %s store: %v", name, err)
+		}
+		t.Cleanup(func() {
+			if err := s.Close(); err != nil {
+				t.Errorf("close %s store: %v", name, err)
+			}
+		})
+		if err := s.Migrate(ctx); err != nil {
+			t.Fatalf("migrate %s store: %v", name, err)
+		}
+		return s
+	}
 	return Backend{
-		Name: name,
-		DSN:  dsn,
-		Open: func(t *testing.T) *storage.Store {
-			t.Helper()
-			ctx := context.Background()
-			s, err := storage.Open(ctx, dsn(t))
-			if err != nil {
-				t.Fatalf("open %s store: %v", name, err)
-			}
-			t.Cleanup(func() {
-				if err := s.Close(); err != nil {
-					t.Errorf("close %s store: %v", name, err)
-				}
-			})
-			if err := s.Migrate(ctx); err != nil {
-				t.Fatalf("migrate %s store: %v", name, err)
-			}
-			return s
-		},
+		Name:     name,
+		DSN:      dsn,
+		OpenWith: openWith,
+		Open:     func(t *testing.T) *storage.Store { t.Helper(); return openWith(t) },
 	}
 }
 

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/gatehouse-id/gatehouse/internal/aftercommit"
 	"github.com/gatehouse-id/gatehouse/publicauth"
 	"github.com/gatehouse-id/gatehouse/storage"
 	"github.com/ory/fosite"
@@ -163,6 +165,10 @@ func testTransactions(t *testing.T, s *storage.Store) {
 		})
 	}
 
+	t.Run("deferred work runs after the commit and is dropped by a rollback", func(t *testing.T) {
+		testAfterCommit(t, s)
+	})
+
 	t.Run("commit or rollback without a transaction fails", func(t *testing.T) {
 		if err := s.Commit(bg); err == nil {
 			t.Errorf("Commit without BeginTX: got no error, want one")
@@ -171,6 +177,75 @@ func testTransactions(t *testing.T, s *storage.Store) {
 			t.Errorf("Rollback without BeginTX: got no error, want one")
 		}
 	})
+}
+
+// testAfterCommit checks that work deferred with aftercommit.Do inside InTx runs once the
+// transaction's writes are visible outside it, and never for a rolled-back one or savepoint.
+func testAfterCommit(t *testing.T, s *storage.Store) {
+	bg := context.Background()
+	failed := errors.New("rolled back")
+	tests := []struct {
+		name string
+		run  func(defer_ func(ctx context.Context, id string)) error
+		want []string
+	}{
+		{"commit", func(defer_ func(context.Context, string)) error {
+			return s.InTx(bg, func(ctx context.Context) error {
+				mustNoErr(t, "CreateClient", s.CreateClient(ctx, newClient("ac-committed")))
+				defer_(ctx, "ac-committed")
+				return nil
+			})
+		}, []string{"ac-committed"}},
+		{"rollback", func(defer_ func(context.Context, string)) error {
+			err := s.InTx(bg, func(ctx context.Context) error {
+				mustNoErr(t, "CreateClient", s.CreateClient(ctx, newClient("ac-rolled-back")))
+				defer_(ctx, "ac-rolled-back")
+				return failed
+			})
+			checkErr(t, "InTx", err, failed)
+			return nil
+		}, nil},
+		{"rolled-back savepoint inside a commit", func(defer_ func(context.Context, string)) error {
+			return s.InTx(bg, func(ctx context.Context) error {
+				mustNoErr(t, "CreateClient", s.CreateClient(ctx, newClient("ac-outer")))
+				err := s.InTx(ctx, func(ctx context.Context) error {
+					defer_(ctx, "ac-inner")
+					return failed
+				})
+				checkErr(t, "nested InTx", err, failed)
+				err = s.InTx(ctx, func(ctx context.Context) error {
+					defer_(ctx, "ac-outer")
+					return nil
+				})
+				mustNoErr(t, "nested InTx", err)
+				return nil
+			})
+		}, []string{"ac-outer"}},
+		{"no transaction", func(defer_ func(context.Context, string)) error {
+			mustCreateClient(t, s, "ac-no-tx")
+			defer_(bg, "ac-no-tx")
+			return nil
+		}, []string{"ac-no-tx"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var ran []string
+			err := tt.run(func(ctx context.Context, id string) {
+				aftercommit.Do(ctx, func(ctx context.Context) {
+					// The writes are committed: visible on the pool, and ctx is free of the
+					// transaction, so the store can be used with it.
+					if _, err := s.ClientByID(ctx, id); err != nil {
+						t.Errorf("ClientByID(%q) in deferred work: %v, want the committed client", id, err)
+					}
+					ran = append(ran, id)
+				})
+			})
+			mustNoErr(t, "run", err)
+			if !slices.Equal(ran, tt.want) {
+				t.Errorf("deferred work ran for %q, want %q", ran, tt.want)
+			}
+		})
+	}
 }
 
 // seedExpiringRows creates, in every expiring table, three rows that expired before t0 and
