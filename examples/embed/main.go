@@ -33,8 +33,6 @@ import (
 	"time"
 
 	"github.com/gatehouse-id/gatehouse/provider"
-	// The example keeps its data in SQLite: link its driver.
-	_ "github.com/gatehouse-id/gatehouse/storage/sqlite"
 )
 
 func main() {

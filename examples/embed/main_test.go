@@ -257,7 +257,7 @@ func TestCompanyServiceEndToEnd(t *testing.T) {
 	// An event for each step, in the service's log.
 	seen := events.seen()
 	for _, want := range []provider.Event{
-		provider.LoginSucceeded{}, provider.ConsentGranted{}, provider.TokenIssued{}, provider.TokenRevoked{},
+		&provider.LoginSucceeded{}, &provider.ConsentGranted{}, &provider.TokenIssued{}, &provider.TokenRevoked{},
 	} {
 		if !slices.Contains(seen, want.Name()) {
 			t.Errorf("no %s event in the service's log; saw %v", want.Name(), seen)
