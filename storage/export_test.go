@@ -50,3 +50,16 @@ func LatestSchemaVersion() int {
 func (s *Store) ExecSQL(ctx context.Context, sql string, args ...any) error {
 	return s.db.WithContext(ctx).Exec(sql, args...).Error
 }
+
+// HasIndex reports whether the schema has an index of that name.
+func (s *Store) HasIndex(ctx context.Context, name string) bool {
+	q := `SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = ?`
+	if s.dialect == dialectPostgres {
+		q = `SELECT COUNT(*) FROM pg_indexes WHERE schemaname = current_schema() AND indexname = ?`
+	}
+	var n int64
+	if err := s.db.WithContext(ctx).Raw(q, name).Scan(&n).Error; err != nil {
+		return false
+	}
+	return n > 0
+}
