@@ -60,7 +60,11 @@ func (s *tokenStrategy) GenerateAccessToken(ctx context.Context, r fosite.Reques
 	if sess.UserBound && !sess.IDTokenClaims().AuthTime.IsZero() {
 		claims["auth_time"] = sess.IDTokenClaims().AuthTime.Unix()
 	}
-	for name, value := range tokenClaimsFrom(ctx).access {
+	extra, err := tokenClaimsFor(ctx, ClaimsAccessToken, r)
+	if err != nil {
+		return "", "", err
+	}
+	for name, value := range extra {
 		if _, set := claims[name]; !set {
 			claims[name] = value
 		}

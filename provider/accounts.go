@@ -211,30 +211,46 @@ func accountOf(u *publicauth.User) *Account {
 	}
 }
 
-// tokenClaimsKey carries a token request's claims from WithClaims (tokenClaims) on its
-// context to the strategies that sign the tokens: fosite's authorization_code handler
-// signs the ID token from the session stored at authorization, which the token endpoint
-// cannot change.
+// tokenClaimsKey carries a token request's tokenClaimer on its context to the strategies
+// that sign the tokens: only they see the granted scopes (fosite grants a code's scopes
+// while it issues the tokens), and fosite's authorization_code handler signs the ID token
+// from the session stored at authorization, which the token endpoint cannot change.
 type tokenClaimsKey struct{}
 
-// tokenClaims are the claims WithClaims gave one token request, by token.
-type tokenClaims struct {
-	access, id map[string]any
+// tokenClaimer asks the WithClaims function for the claims of the tokens of one request.
+type tokenClaimer struct {
+	p                 *Provider
+	clientID, subject string
+	account           *Account
+}
+
+// claims returns the claims of the token (ClaimsAccessToken or ClaimsIDToken) issued with
+// scopes, reserved claims left out.
+func (c *tokenClaimer) claims(ctx context.Context, token string, scopes []string) (map[string]any, error) {
+	extra := map[string]any{}
+	err := c.p.customClaims(ctx, extra, ClaimsRequest{
+		Token: token, ClientID: c.clientID, Subject: c.subject, Scopes: scopes, Account: c.account,
+	})
+	if err != nil {
+		c.p.log.ErrorContext(ctx, "token request failed", "error", err)
+		return nil, err
+	}
+	return extra, nil
 }
 
 // withTokenClaims checks the account of a user grant that ar is about to issue tokens for,
-// and asks the WithClaims function for the claims of its access token and (for a grant
-// with openid) its ID token, and returns ctx carrying them. The account is read when
-// WithClaims needs it, and always with WithAccounts: the application may have disabled or
-// deleted it without Gatehouse knowing, and then the grant ends (invalid_grant). Gatehouse's
-// own users revoke their grants when that happens, so without WithClaims they cost no read.
-// An error of the function, or of the lookup, becomes server_error.
+// and returns ctx carrying what the token strategies need to ask the WithClaims function
+// for the claims of its tokens. The account is read when WithClaims needs it, and always
+// with WithAccounts: the application may have disabled or deleted it without Gatehouse
+// knowing, and then the grant ends (invalid_grant). Gatehouse's own users revoke their
+// grants when that happens, so without WithClaims they cost no read. A failed lookup is
+// server_error.
 func (p *Provider) withTokenClaims(ctx context.Context, ar fosite.AccessRequester, session *Session) (context.Context, error) {
 	own := p.auth.Abilities().OwnAccounts
 	if p.claims == nil && (own || !session.UserBound) {
 		return ctx, nil
 	}
-	req := ClaimsRequest{ClientID: ar.GetClient().GetID(), Subject: session.Subject, Scopes: ar.GetGrantedScopes()}
+	c := &tokenClaimer{p: p, clientID: ar.GetClient().GetID(), subject: session.Subject}
 	if session.UserBound {
 		u, err := p.auth.UserByID(ctx, session.Subject)
 		switch {
@@ -243,30 +259,24 @@ func (p *Provider) withTokenClaims(ctx context.Context, ar fosite.AccessRequeste
 		case err != nil:
 			return nil, fosite.ErrServerError.WithWrap(err).WithDebug(err.Error())
 		}
-		req.Account = accountOf(u)
+		c.account = accountOf(u)
 	}
 	if p.claims == nil {
 		return ctx, nil
 	}
-	var tc tokenClaims
-	for _, t := range []struct {
-		token string
-		dst   *map[string]any
-	}{{ClaimsAccessToken, &tc.access}, {ClaimsIDToken, &tc.id}} {
-		if t.token == ClaimsIDToken && !ar.GetGrantedScopes().Has("openid") {
-			continue
-		}
-		req.Token = t.token
-		*t.dst = map[string]any{}
-		if err := p.customClaims(ctx, *t.dst, req); err != nil {
-			return nil, fosite.ErrServerError.WithWrap(err).WithDebug(err.Error())
-		}
-	}
-	return context.WithValue(ctx, tokenClaimsKey{}, tc), nil
+	return context.WithValue(ctx, tokenClaimsKey{}, c), nil
 }
 
-// tokenClaimsFrom returns the claims withTokenClaims put on ctx (none without WithClaims).
-func tokenClaimsFrom(ctx context.Context) tokenClaims {
-	tc, _ := ctx.Value(tokenClaimsKey{}).(tokenClaims)
-	return tc
+// tokenClaimsFor returns the claims of the WithClaims function for the token issued by r,
+// or none without WithClaims. An error of the function is fosite's server_error.
+func tokenClaimsFor(ctx context.Context, token string, r fosite.Requester) (map[string]any, error) {
+	c, _ := ctx.Value(tokenClaimsKey{}).(*tokenClaimer)
+	if c == nil {
+		return nil, nil
+	}
+	extra, err := c.claims(ctx, token, r.GetGrantedScopes())
+	if err != nil {
+		return nil, fosite.ErrServerError.WithWrap(err).WithDebug(err.Error())
+	}
+	return extra, nil
 }

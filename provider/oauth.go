@@ -24,7 +24,11 @@ type idTokenStrategy struct {
 // (withTokenClaims) added to the session's for this token only: they never replace one
 // the session holds, and fosite's standard claims override any.
 func (s *idTokenStrategy) GenerateIDToken(ctx context.Context, lifespan time.Duration, r fosite.Requester) (string, error) {
-	if extra := tokenClaimsFrom(ctx).id; len(extra) > 0 {
+	extra, err := tokenClaimsFor(ctx, ClaimsIDToken, r)
+	if err != nil {
+		return "", err
+	}
+	if len(extra) > 0 {
 		if sess, ok := r.GetSession().(openid.Session); ok && sess.IDTokenClaims() != nil {
 			c := sess.IDTokenClaims()
 			stored := c.Extra

@@ -42,7 +42,7 @@ type Provider struct {
 	ui       *ui.UI
 	// claims is the WithClaims function, or nil.
 	claims func(context.Context, ClaimsRequest) (map[string]any, error)
-	router   *mux.Router
+	router *mux.Router
 	// limiter counts attempts for every rate limit; closeLimiter releases its Redis
 	// connection, if any.
 	limiter      publicauth.Limiter
