@@ -19,7 +19,8 @@ type Store interface {
 	// SavePermission inserts r when created is true, else updates the record of
 	// (r.UserID, r.ClientID) to r (AppName is not stored). An insert that finds the record
 	// already there returns ErrRecordExists and leaves the transaction usable; an insert
-	// for an unknown user or client returns ErrUnknownUser or ErrUnknownClient.
+	// for an unknown client returns ErrUnknownClient. The user is not checked (UserExists
+	// is): a record refers to its account by id, which may live outside Gatehouse.
 	SavePermission(ctx context.Context, r *Record, created bool) error
 	// AddAuditEntry appends e to the audit log.
 	AddAuditEntry(ctx context.Context, e *AuditEntry) error

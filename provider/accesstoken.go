@@ -34,7 +34,8 @@ func (s *tokenStrategy) AccessTokenSignature(_ context.Context, token string) st
 }
 
 // GenerateAccessToken signs the RFC 9068 claims: iss, sub (the user, or the client for
-// client_credentials), aud, client_id, scope, exp, iat, jti, and auth_time for user tokens.
+// client_credentials), aud, client_id, scope, exp, iat, jti, and auth_time for user tokens;
+// and the claims WithClaims gave the request (withTokenClaims), which never replace those.
 func (s *tokenStrategy) GenerateAccessToken(ctx context.Context, r fosite.Requester) (string, string, error) {
 	sess, ok := r.GetSession().(*Session)
 	if !ok {
@@ -58,6 +59,15 @@ func (s *tokenStrategy) GenerateAccessToken(ctx context.Context, r fosite.Reques
 	}
 	if sess.UserBound && !sess.IDTokenClaims().AuthTime.IsZero() {
 		claims["auth_time"] = sess.IDTokenClaims().AuthTime.Unix()
+	}
+	extra, err := tokenClaimsFor(ctx, ClaimsAccessToken, r)
+	if err != nil {
+		return "", "", err
+	}
+	for name, value := range extra {
+		if _, set := claims[name]; !set {
+			claims[name] = value
+		}
 	}
 	k, err := s.signer.keys.activeKey(s.signer.alg)
 	if err != nil {

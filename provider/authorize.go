@@ -244,7 +244,7 @@ func (p *Provider) issue(w http.ResponseWriter, r *http.Request, ar fosite.Autho
 	for _, aud := range ar.GetRequestedAudience() {
 		ar.GrantAudience(aud)
 	}
-	session := p.userSession(user, ar, authTime, f.requestedAt, method)
+	session := p.userSession(ctx, user, ar, authTime, f.requestedAt, method)
 	resp, err := p.newAuthorizeResponse(ctx, ar, session, f.token)
 	if err != nil {
 		p.authorizeError(w, r, ar, err)
@@ -285,8 +285,9 @@ func (p *Provider) newAuthorizeResponse(ctx context.Context, ar fosite.Authorize
 }
 
 // userSession builds the fosite session of a user grant: the ID token claims the granted
-// scopes allow, auth_time from the real login, and the request time for max_age/prompt.
-func (p *Provider) userSession(user *publicauth.User, ar fosite.AuthorizeRequester, authTime, requestedAt time.Time, method string) *Session {
+// scopes allow (Account.Claims with `profile`), auth_time from the real login, and the
+// request time for max_age/prompt.
+func (p *Provider) userSession(ctx context.Context, user *publicauth.User, ar fosite.AuthorizeRequester, authTime, requestedAt time.Time, method string) *Session {
 	s := newSession()
 	s.Subject, s.Username = user.ID, user.Email
 	s.ClientID, s.UserBound = ar.GetClient().GetID(), true
@@ -304,6 +305,7 @@ func (p *Provider) userSession(user *publicauth.User, ar fosite.AuthorizeRequest
 	if scopes.Has("profile") {
 		c.Extra["name"] = user.Name
 	}
+	p.accountClaims(ctx, c.Extra, user, scopes)
 	if amr := amrFor(method); amr != "" {
 		c.AuthenticationMethodsReferences = []string{amr}
 	}

@@ -115,6 +115,12 @@ type Config struct {
 	// Social configures login through Google, Facebook and upstream OpenID Connect providers.
 	// Default: none of them.
 	Social SocialConfig
+	// Registration says who may create an account: RegistrationOpen (anyone; the default),
+	// RegistrationClosed (nobody: POST /api/public/register and the hosted registration
+	// page answer 403 Forbidden, the login page offers no registration, and a social login
+	// creates no account but still links to an existing one by verified email) or
+	// RegistrationHook (the WithBeforeRegister hook decides). See publicauth.Config.
+	Registration RegistrationMode
 	// Scopes declares custom scopes (e.g. {Name: "orders.read", Description: "Read your
 	// orders"}): listed in discovery's scopes_supported, described on the consent page,
 	// and granted like any scope a client is registered with. Default: none.
@@ -131,6 +137,7 @@ type options struct {
 	store  *storage.Store
 	mailer publicauth.Mailer
 	events events.Sink // WithEvents
+	accountOptions
 }
 
 // WithClock makes the provider read time from now (tests); nil means the real clock.

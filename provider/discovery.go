@@ -39,6 +39,10 @@ type discoveryDocument struct {
 	AuthorizationResponseIssParameterSupported bool     `json:"authorization_response_iss_parameter_supported"`
 	FrontchannelLogoutSupported                bool     `json:"frontchannel_logout_supported"`
 	BackchannelLogoutSupported                 bool     `json:"backchannel_logout_supported"`
+	// AccountFeatures is a Gatehouse extension: which of "registration", "password_reset"
+	// and "email_verification" this deployment offers (Config.Registration, and what the
+	// Accounts store of WithAccounts supports).
+	AccountFeatures []string `json:"gatehouse_account_features"`
 }
 
 // scopesSupported are the scopes Gatehouse understands.
@@ -73,7 +77,23 @@ func (p *Provider) discoveryDocument() discoveryDocument {
 		UILocalesSupported:                         []string{"en"},
 		ClaimsLocalesSupported:                     []string{"en"},
 		AuthorizationResponseIssParameterSupported: true,
+		AccountFeatures:                            p.accountFeatures(),
 	}
+}
+
+// accountFeatures lists the account features offered, for discovery.
+func (p *Provider) accountFeatures() []string {
+	a := p.auth.Abilities()
+	features := []string{}
+	for _, f := range []struct {
+		on   bool
+		name string
+	}{{a.Registration, "registration"}, {a.PasswordReset, "password_reset"}, {a.EmailVerification, "email_verification"}} {
+		if f.on {
+			features = append(features, f.name)
+		}
+	}
+	return features
 }
 
 func (p *Provider) discovery(w http.ResponseWriter, _ *http.Request) {

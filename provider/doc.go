@@ -36,6 +36,11 @@
 // An API in the same process checks access tokens with VerifyAccessToken, or guards its
 // routes with RequireScopes and reads the token back with AccessTokenFromContext.
 //
+// Accounts live in Gatehouse's own users table unless WithAccounts gives the application's
+// own store (Accounts, with the optional AccountRegistrar, PasswordSetter and
+// EmailVerifier; accounts.go says what needs the builtin store). WithClaims adds claims to
+// tokens and userinfo; Config.Registration and WithBeforeRegister decide who may register.
+//
 // The admin methods (CreateClient, ClientByID, ListClients, UpdateClient,
 // RotateClientSecret, DeleteClient, CreateUser, UserByEmail, UpdateUser, SetUserRequirePIN,
 // DisableUser, DeleteUser, RotateKeys) are what the bundled CLI calls; their errors match

@@ -193,3 +193,83 @@ func exampleClientToken(p *provider.Provider, secret, scope string) string {
 	}
 	return resp.AccessToken
 }
+
+// staffDirectory stands for a company's own user table: WithAccounts reads it through
+// the three methods of provider.Accounts. (A real one queries its database and compares
+// password hashes in constant time.)
+type staffDirectory map[string]struct {
+	account  provider.Account
+	password string
+}
+
+func (d staffDirectory) AccountByID(_ context.Context, id string) (*provider.Account, error) {
+	for _, s := range d {
+		if s.account.ID == id {
+			return &s.account, nil
+		}
+	}
+	return nil, provider.ErrAccountNotFound
+}
+
+func (d staffDirectory) AccountByEmail(_ context.Context, email string) (*provider.Account, error) {
+	if s, ok := d[strings.ToLower(email)]; ok {
+		return &s.account, nil
+	}
+	return nil, provider.ErrAccountNotFound
+}
+
+func (d staffDirectory) Authenticate(_ context.Context, email, password string) (*provider.Account, error) {
+	s, ok := d[strings.ToLower(email)]
+	if !ok || s.password != password {
+		return nil, provider.ErrBadCredentials
+	}
+	return &s.account, nil
+}
+
+// A team keeps its accounts in its own user table: logins check passwords there, tokens
+// carry its ids as sub, and WithClaims adds a claim of its own. The directory cannot create
+// accounts (it is no provider.AccountRegistrar), so registration answers 404.
+func ExampleWithAccounts() {
+	dir, err := os.MkdirTemp("", "gatehouse-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	staff := staffDirectory{"ann@acme.example": {
+		account:  provider.Account{ID: "42", Email: "ann@acme.example", EmailVerified: true, Name: "Ann"},
+		password: "correct horse battery staple",
+	}}
+	p, err := provider.New(provider.Config{
+		Issuer:       "https://acme.example",
+		DSN:          "sqlite:" + filepath.Join(dir, "gatehouse.db"),
+		Secret:       []byte("an example system secret of 32+ bytes"),
+		Registration: provider.RegistrationClosed,
+	}, provider.WithAccounts(staff),
+		provider.WithClaims(func(_ context.Context, r provider.ClaimsRequest) (map[string]any, error) {
+			return map[string]any{"tenant": "acme"}, nil
+		}),
+		provider.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer p.Close()
+
+	for _, call := range []struct{ path, body string }{
+		{"/api/public/login", `{"email": "ann@acme.example", "password": "correct horse battery staple"}`},
+		{"/api/public/register", `{"email": "bob@acme.example", "password": "another fine passphrase", "name": "Bob"}`},
+	} {
+		req := httptest.NewRequest(http.MethodPost, call.path, strings.NewReader(call.body))
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		p.ServeHTTP(rec, req)
+		var resp struct {
+			User    struct{ ID string }
+			Message string
+		}
+		_ = json.NewDecoder(rec.Body).Decode(&resp)
+		fmt.Println(call.path, rec.Code, resp.User.ID+resp.Message)
+	}
+	// Output:
+	// /api/public/login 200 42
+	// /api/public/register 404 registration is not available
+}

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"maps"
 	"time"
 
 	"github.com/ory/fosite"
@@ -19,7 +20,31 @@ type idTokenStrategy struct {
 	rs256, es256 *openid.DefaultStrategy
 }
 
+// GenerateIDToken signs the ID token of r, with the claims WithClaims gave the request
+// (withTokenClaims) added to the session's for this token only: they never replace one
+// the session holds, and fosite's standard claims override any.
 func (s *idTokenStrategy) GenerateIDToken(ctx context.Context, lifespan time.Duration, r fosite.Requester) (string, error) {
+	extra, err := tokenClaimsFor(ctx, ClaimsIDToken, r)
+	if err != nil {
+		return "", err
+	}
+	if len(extra) > 0 {
+		if sess, ok := r.GetSession().(openid.Session); ok && sess.IDTokenClaims() != nil {
+			c := sess.IDTokenClaims()
+			stored := c.Extra
+			merged := maps.Clone(stored)
+			if merged == nil {
+				merged = map[string]any{}
+			}
+			for name, value := range extra {
+				if _, set := merged[name]; !set {
+					merged[name] = value
+				}
+			}
+			c.Extra = merged
+			defer func() { c.Extra = stored }()
+		}
+	}
 	if c, ok := r.GetClient().(*storage.Client); ok && c.IDTokenAlg == AlgES256 {
 		return s.es256.GenerateIDToken(ctx, lifespan, r)
 	}

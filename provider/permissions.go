@@ -62,9 +62,9 @@ func (s permissionSeams) Admin(r *http.Request) (string, error) {
 	return u.ID, nil
 }
 
-// UserExists looks the user up in the store.
+// UserExists looks the account up in the Accounts store.
 func (s permissionSeams) UserExists(ctx context.Context, userID string) error {
-	_, err := s.p.store.UserByID(ctx, userID)
+	_, err := s.p.auth.UserByID(ctx, userID)
 	if errors.Is(err, publicauth.ErrUserNotFound) {
 		return permissions.ErrUnknownUser
 	}

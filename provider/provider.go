@@ -46,6 +46,8 @@ type Provider struct {
 	social   *social.Service
 	perms    *permissions.Service
 	ui       *ui.UI
+	// claims is the WithClaims function, or nil.
+	claims func(context.Context, ClaimsRequest) (map[string]any, error)
 	// router serves every endpoint under the mount path (routes).
 	router http.Handler
 	// limiter counts attempts for every rate limit; closeLimiter releases its Redis
@@ -81,7 +83,10 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	}
 	ctx := context.Background()
 
-	p := &Provider{cfg: cfg, log: o.logger, now: o.now, random: o.random, store: o.store, events: o.emitter()}
+	if o.accounts != nil && len(cfg.Social.upstreams()) > 0 {
+		return nil, errors.New("provider: social and upstream login need Gatehouse's own accounts: drop Config.Social or WithAccounts")
+	}
+	p := &Provider{cfg: cfg, log: o.logger, now: o.now, random: o.random, store: o.store, claims: o.claims, events: o.emitter()}
 	p.mount, _ = mountpath.Of(cfg.Issuer) // withDefaults checked it
 	if p.store == nil {
 		if p.store, err = storage.Open(ctx, cfg.DSN, storage.WithLogger(o.logger), storage.WithPool(cfg.DBPool)); err != nil {

@@ -166,9 +166,19 @@ func newPublicAuth(cfg Config, store *storage.Store, limiter publicauth.Limiter,
 	default:
 		mailer = publicauth.NewLogMailer(o.logger)
 	}
-	return publicauth.New(cfg.publicAuthConfig(), store,
+	opts := []publicauth.Option{
 		publicauth.WithClock(o.now), publicauth.WithRandom(o.random), publicauth.WithLogger(o.logger),
-		publicauth.WithMailer(mailer), publicauth.WithLimiter(limiter), publicauth.WithEvents(o.emitter()))
+		publicauth.WithMailer(mailer), publicauth.WithLimiter(limiter), publicauth.WithEvents(o.emitter()),
+		publicauth.WithAccounts(o.accounts),
+	}
+	if o.beforeRegister != nil {
+		opts = append(opts, publicauth.WithBeforeRegister(o.beforeRegister))
+	}
+	svc, err = publicauth.New(cfg.publicAuthConfig(), store, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("provider: %w", err)
+	}
+	return svc, nil
 }
 
 // publicAuthConfig is the configuration of the public authentication service cfg describes.
@@ -191,6 +201,7 @@ func (cfg Config) publicAuthConfig() publicauth.Config {
 		TrustedProxies:          pc.TrustedProxies,
 		PasswordHashConcurrency: pc.PasswordHashConcurrency,
 		PasswordHashQueue:       pc.PasswordHashQueue,
+		Registration:            cfg.Registration,
 		Limits: publicauth.RateLimits{
 			PerIP:      pc.LoginRateLimit,
 			PerAccount: pc.AccountMailLimit,

@@ -8,6 +8,7 @@ import (
 	"github.com/ory/fosite"
 
 	"github.com/gatehouse-id/gatehouse/internal/httpjson"
+	"github.com/gatehouse-id/gatehouse/publicauth"
 )
 
 // token is the token endpoint (RFC 6749 §3.2): authorization_code (with PKCE),
@@ -46,6 +47,15 @@ func (p *Provider) token(w http.ResponseWriter, r *http.Request) {
 			ar.GrantAudience(aud)
 		}
 		session.Subject, session.ClientID = ar.GetClient().GetID(), ar.GetClient().GetID()
+	}
+	// fosite put the grant's stored session on ar (for a code or refresh token).
+	granted, _ := ar.GetSession().(*Session)
+	if granted == nil {
+		granted = session
+	}
+	if ctx, err = p.withTokenClaims(ctx, ar, granted); err != nil {
+		p.accessError(w, r, ar, err)
+		return
 	}
 	resp, err := p.oauth.NewAccessResponse(ctx, ar)
 	if err != nil {
@@ -96,7 +106,9 @@ func (p *Provider) revoke(w http.ResponseWriter, r *http.Request) {
 
 // userinfo is the UserInfo endpoint (OpenID Connect Core §5.3): GET or POST, the access
 // token in the Authorization header or (POST) the form body. It answers the claims the
-// token's scopes allow, read fresh from the user record.
+// token's scopes allow, read fresh from the Accounts store: sub; email and email_verified
+// with `email`; name, updated_at (Gatehouse's own users) and Account.Claims with `profile`;
+// and the claims of WithClaims (an error there is a logged 500).
 func (p *Provider) userinfo(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	at, ok := p.bearerToken(w, r)
@@ -113,18 +125,33 @@ func (p *Provider) userinfo(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	user, err := p.auth.UserByID(ctx, at.Subject)
+	if err == nil && user.Status != publicauth.StatusActive {
+		err = publicauth.ErrAccountDisabled
+	}
 	if err != nil {
 		p.bearerError(w, http.StatusUnauthorized, "invalid_token", "The user of this access token no longer exists.", "")
 		return
 	}
-	claims := map[string]any{"sub": user.ID}
+	claims := map[string]any{}
+	p.accountClaims(ctx, claims, user, scopes)
+	err = p.customClaims(ctx, claims, ClaimsRequest{
+		Token: ClaimsUserinfo, ClientID: at.ClientID, Subject: at.Subject, Scopes: at.Scopes, Account: accountOf(user),
+	})
+	if err != nil {
+		p.log.ErrorContext(ctx, "userinfo failed", "error", err)
+		httpjson.WriteError(w, http.StatusInternalServerError, "internal error")
+		return
+	}
+	claims["sub"] = user.ID
 	if scopes.Has("email") {
 		claims["email"] = user.Email
 		claims["email_verified"] = user.EmailVerified
 	}
 	if scopes.Has("profile") {
 		claims["name"] = user.Name
-		claims["updated_at"] = user.UpdatedAt.Unix()
+		if !user.UpdatedAt.IsZero() {
+			claims["updated_at"] = user.UpdatedAt.Unix()
+		}
 	}
 	httpjson.Write(w, http.StatusOK, claims)
 }

@@ -73,6 +73,11 @@ type Config struct {
 	// hash durations (16 × ~50 ms by default). Default 16 × PasswordHashConcurrency; a
 	// negative value means none may wait.
 	PasswordHashQueue int
+	// Registration says who may create an account: RegistrationOpen (anyone; the default),
+	// RegistrationClosed (nobody: 403, and a social login creates no account) or
+	// RegistrationHook (the hook given with WithBeforeRegister decides; New fails without
+	// one).
+	Registration RegistrationMode
 }
 
 // RateLimits configures the attempt limits. A zero Rate takes the default stated on its
@@ -221,6 +226,14 @@ func (c Config) withDefaults() (Config, map[string]bool, []error) {
 		errs = append(errs, fmt.Errorf("PasswordHashConcurrency must not be negative, got %d", c.PasswordHashConcurrency))
 	case c.PasswordHashConcurrency == 0:
 		c.PasswordHashConcurrency = runtime.GOMAXPROCS(0)
+	}
+	switch c.Registration {
+	case "":
+		c.Registration = RegistrationOpen
+	case RegistrationOpen, RegistrationClosed, RegistrationHook:
+	default:
+		errs = append(errs, fmt.Errorf("Registration must be %q, %q or %q, got %q",
+			RegistrationOpen, RegistrationClosed, RegistrationHook, c.Registration))
 	}
 	switch {
 	case c.PasswordHashQueue < 0:

@@ -19,6 +19,16 @@
 // logs it. Its subjects and bodies come from embedded templates (mailtemplates/) that a
 // deployer may replace file by file.
 //
+// Accounts come from an Accounts store (accounts.go): Gatehouse's own users table (UserStore)
+// by default, or the application's own user store given with WithAccounts. Every login,
+// lookup, registration, password reset and email verification goes through it, and the
+// optional AccountRegistrar, PasswordSetter and EmailVerifier enable the last three (without
+// one, its endpoints answer 404 through UnavailableError). Sessions, PIN challenges, mailed
+// links and grants refer to an account by id alone. What only Gatehouse's own users have:
+// the admin role, social-only accounts (Identities) and adding a password to one, and the
+// operator's CreateUser, ChangeAccount and DeleteUser. Config.Registration (open, closed,
+// or a hook given with WithBeforeRegister) decides who may create an account.
+//
 // The package declares the storage it needs as small interfaces gathered in Store; package
 // storage implements them. Attempt counting is a Limiter (package ratelimit), injected like
 // the Mailer. Logins, registrations, verifications and password changes are emitted as

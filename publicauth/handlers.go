@@ -32,8 +32,14 @@ type loginRequest struct {
 // a mailed link must confirm it first; the 202 shows only the
 // email and name the caller sent, no id, role or login methods of the account. 400 for a refused
 // field, 409 when the email is taken, 415 for a body that is not JSON, 429 over the per-IP
-// limit or the per-account mail limit.
+// limit or the per-account mail limit. 404 when the Accounts store cannot register
+// (no AccountRegistrar), 403 when Config.Registration is closed, or with the hook's
+// message when the hook of RegistrationHook refused the account.
 func (h *handlers) register(w http.ResponseWriter, r *http.Request) {
+	if err := h.s.RegistrationOffered(); err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
 	if err := h.s.CheckRate(r, EndpointRegister); err != nil {
 		h.s.writeError(w, r, err)
 		return
@@ -251,7 +257,8 @@ func (h *handlers) requestMagicLink(w http.ResponseWriter, r *http.Request) {
 }
 
 // resendVerification serves POST /api/public/resend-verification {email}: 200 with the same
-// body whatever the account; 400 for a malformed email; 429 over the per-IP limit.
+// body whatever the account; 400 for a malformed email; 429 over the per-IP limit; 404 when
+// the Accounts store records no verification (no EmailVerifier).
 func (h *handlers) resendVerification(w http.ResponseWriter, r *http.Request) {
 	var req emailRequest
 	if !h.decodeLimited(w, r, EndpointResendVerification, &req) {
@@ -261,7 +268,8 @@ func (h *handlers) resendVerification(w http.ResponseWriter, r *http.Request) {
 }
 
 // requestPasswordReset serves POST /api/public/request-password-reset {email}: 200 with the
-// same body whatever the account; 400 for a malformed email; 429 over the per-IP limit.
+// same body whatever the account; 400 for a malformed email; 429 over the per-IP limit; 404
+// when the Accounts store cannot set passwords (no PasswordSetter).
 func (h *handlers) requestPasswordReset(w http.ResponseWriter, r *http.Request) {
 	var req emailRequest
 	if !h.decodeLimited(w, r, EndpointRequestPasswordReset, &req) {
@@ -273,7 +281,7 @@ func (h *handlers) requestPasswordReset(w http.ResponseWriter, r *http.Request) 
 // resetPassword serves POST /api/public/reset-password {token, password}: 200 {success,
 // message} once the password is set and every session of the user ended; 400 for a missing
 // field, a refused password (the message says why) or a bad, used or expired token; 429 over
-// the per-IP limit.
+// the per-IP limit; 404 when the Accounts store cannot set passwords (no PasswordSetter).
 func (h *handlers) resetPassword(w http.ResponseWriter, r *http.Request) {
 	var req resetPasswordRequest
 	if !h.decodeLimited(w, r, EndpointResetPassword, &req) {

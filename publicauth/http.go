@@ -19,9 +19,18 @@ func Describe(err error) (int, string) {
 	var reqErr *httpjson.RequestError
 	var inputErr *InputError
 	var rateErr *RateLimitError
+	var unavailable *UnavailableError
+	var refused *RefusedError
 	switch {
 	case errors.As(err, &reqErr):
 		return reqErr.Status, reqErr.Message
+	case errors.As(err, &unavailable):
+		// The Accounts store lacks what the feature needs: as if the endpoint did not exist.
+		return http.StatusNotFound, unavailable.Error()
+	case errors.As(err, &refused):
+		return http.StatusForbidden, refused.Message
+	case errors.Is(err, ErrRegistrationClosed):
+		return http.StatusForbidden, "registration is closed"
 	case errors.As(err, &inputErr):
 		return http.StatusBadRequest, inputErr.Error()
 	case errors.Is(err, ErrInvalidEmail):

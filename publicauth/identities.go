@@ -91,7 +91,12 @@ const maxLoginAttempts = 3
 //     is verified, or when signedIn is that account (its owner proved the password first);
 //     else the login is refused with ErrLinkRefused and nothing changes;
 //   - otherwise a new social-only account is created: no password, email verified, role
-//     user, the provider as its one login method.
+//     user, the provider as its one login method; unless Config.Registration is
+//     RegistrationClosed (ErrRegistrationClosed), or is RegistrationHook and the hook,
+//     asked with the identity's email and name and an empty password, refuses it.
+//
+// Identities work on Gatehouse's own users table only (provider.New refuses social login
+// with WithAccounts).
 //
 // A disabled account yields ErrAccountDisabled, and an identity not yet linked to it stays
 // unlinked. Two concurrent first logins of the same
@@ -152,6 +157,12 @@ func (ids *Identities) login(ctx context.Context, id Identity, signedIn *User) (
 	}
 	u, err = ids.newSocialUser(id)
 	if err != nil {
+		return IdentityLogin{}, err
+	}
+	if ids.s.registration == RegistrationClosed {
+		return IdentityLogin{}, ErrRegistrationClosed
+	}
+	if err := ids.s.allowRegistration(ctx, RegisterRequest{Email: u.Email, Name: u.Name}); err != nil {
 		return IdentityLogin{}, err
 	}
 	if err := ids.store.CreateUserWithIdentity(ctx, u, id); err != nil {

@@ -60,6 +60,9 @@ func (s *Service) SendVerification(ctx context.Context, u *User) error {
 // (nil; an *InputError only for a malformed address): the mail goes out in the background,
 // and the per-account mail limit silently drops it.
 func (s *Service) ResendVerification(ctx context.Context, email string) error {
+	if s.verifier == nil {
+		return &UnavailableError{Feature: FeatureEmailVerification}
+	}
 	u, err := s.accountForMail(ctx, email)
 	if err != nil || u == nil || u.EmailVerified {
 		return err
@@ -82,18 +85,17 @@ func (s *Service) ResendVerification(ctx context.Context, email string) error {
 // sent to an address the account no longer has yields ErrInvalidToken. An address already
 // verified, or an account with no password, needs no password.
 func (s *Service) VerifyEmail(ctx context.Context, token, password string) (*User, error) {
+	if s.verifier == nil {
+		return nil, &UnavailableError{Feature: FeatureEmailVerification}
+	}
 	var verified *User
 	err := s.store.InTx(ctx, func(ctx context.Context) error {
 		_, u, err := s.consumeLink(ctx, token, PurposeVerifyEmail)
 		if err != nil {
 			return err
 		}
-		if !u.EmailVerified && u.PasswordHash != "" {
-			ok, err := s.passwordMatches(ctx, password, u.PasswordHash)
-			switch {
-			case errors.Is(err, errMalformedHash) || (err == nil && !ok):
-				return ErrPasswordMismatch
-			case err != nil:
+		if !u.EmailVerified && u.HasPassword() {
+			if err := s.passwordIsUsers(ctx, u, password); err != nil {
 				return err
 			}
 		}
@@ -104,6 +106,32 @@ func (s *Service) VerifyEmail(ctx context.Context, token, password string) (*Use
 		return nil, err
 	}
 	return verified, nil
+}
+
+// passwordIsUsers checks that password is u's own: nil, or ErrPasswordMismatch.
+// Gatehouse's own users are checked against their hash; any other Accounts store is
+// asked to authenticate the account's address with it.
+func (s *Service) passwordIsUsers(ctx context.Context, u *User, password string) error {
+	if u.external {
+		got, err := s.users.authenticate(ctx, u.Email, password)
+		switch {
+		case errors.Is(err, ErrBadCredentials) || (err == nil && got.ID != u.ID):
+			return ErrPasswordMismatch
+		case errors.Is(err, ErrAccountDisabled):
+			return err
+		case err != nil:
+			return fmt.Errorf("publicauth: check password: %w", err)
+		}
+		return nil
+	}
+	ok, err := s.passwordMatches(ctx, password, u.PasswordHash)
+	switch {
+	case errors.Is(err, errMalformedHash) || (err == nil && !ok):
+		return ErrPasswordMismatch
+	case err != nil:
+		return err
+	}
+	return nil
 }
 
 // ConfirmPassword adds to a social-only account the password a registration with its
@@ -238,17 +266,7 @@ func (s *Service) ConsumeMagicLink(ctx context.Context, token string) (*User, De
 // the errors are ConsumeMagicLink's. Opening the link (a GET, which mail scanners make too)
 // only checks it; the login is a separate, deliberate POST.
 func (s *Service) CheckMagicLink(ctx context.Context, token string) error {
-	if !plausibleToken(token) {
-		return ErrInvalidToken
-	}
-	t, err := s.store.UsableOneTimeToken(ctx, hashToken(token), PurposeMagicLink, s.now())
-	if errors.Is(err, ErrInvalidToken) {
-		return err
-	}
-	if err != nil {
-		return fmt.Errorf("publicauth: check token: %w", err)
-	}
-	_, u, err := s.linkAccount(ctx, t)
+	u, err := s.checkLink(ctx, token, PurposeMagicLink)
 	if err != nil {
 		return err
 	}
@@ -265,51 +283,63 @@ func (s *Service) CheckMagicLink(ctx context.Context, token string) error {
 // adding a password to those comes with account linking) get no mail, the per-account mail
 // limit silently drops it, and a send failure is only logged.
 func (s *Service) RequestPasswordReset(ctx context.Context, email string) error {
+	if s.passwords == nil {
+		return &UnavailableError{Feature: FeaturePasswordReset}
+	}
 	u, err := s.accountForMail(ctx, email)
-	if err != nil || u == nil || u.PasswordHash == "" {
+	if err != nil || u == nil || !u.HasPassword() {
 		return err
 	}
 	s.mailLinkLater(ctx, u, PurposePasswordReset, Destination{})
 	return nil
 }
 
-// ResetPassword sets a new password with a reset token. The password must pass the password
+// ResetPassword sets a new password with a reset token, through the Accounts store's
+// PasswordSetter (an *UnavailableError without one). The password must pass the password
 // rule, including not containing the account's address (*InputError; the token is not spent
-// then). In one transaction it consumes the
-// token, sets the password, marks the address verified (the link proved it), ends every
-// session of the user and revokes every token and consent the user granted to clients
-// (revokeAccess); it also clears the account's failed logins. A bad token yields
-// ErrInvalidToken; an inactive account ErrAccountDisabled.
+// then). The token must be usable and its account active (ErrInvalidToken,
+// ErrAccountDisabled); then the store sets the password, and in one transaction the token
+// is consumed, the address marked verified (the link proved it), every session of the user
+// ended and every token and consent the user granted to clients revoked (revokeAccess); the
+// account's failed logins are cleared.
+//
+// The password is set before that transaction, so the store's hashing never holds it open
+// and a store outside Gatehouse's database can take part: a failed transaction leaves the
+// link usable, so opening it again finishes the reset; of two resets racing with one link,
+// one consumes it and the other gets ErrInvalidToken, though its password may have been
+// set last (both held the same link).
 func (s *Service) ResetPassword(ctx context.Context, token, password string) (*User, error) {
+	if s.passwords == nil {
+		return nil, &UnavailableError{Feature: FeaturePasswordReset}
+	}
 	if err := checkPassword(password); err != nil {
 		return nil, err
 	}
 	if token == "" {
 		return nil, &InputError{Field: "token", Reason: "is required"}
 	}
-	hash, err := s.newPasswordHash(ctx, password)
+	u, err := s.checkLink(ctx, token, PurposePasswordReset)
 	if err != nil {
 		return nil, err
 	}
-	var u *User
+	if u.Status != StatusActive {
+		return nil, ErrAccountDisabled
+	}
+	if err := checkAccountPassword(password, u.Email); err != nil {
+		return nil, err
+	}
+	if err := s.passwords.SetPassword(ctx, u.ID, password); err != nil {
+		return nil, fmt.Errorf("publicauth: set password: %w", err)
+	}
 	err = s.store.InTx(ctx, func(ctx context.Context) error {
 		var err error
-		_, u, err = s.consumeLink(ctx, token, PurposePasswordReset)
-		if err != nil {
+		if _, u, err = s.consumeLink(ctx, token, PurposePasswordReset); err != nil {
 			return err
 		}
-		if u.Status != StatusActive {
-			return ErrAccountDisabled
-		}
-		// Only now is the address known that the password must not contain; refusing here
-		// rolls back, so the link stays usable for a better password.
-		if err := checkAccountPassword(password, u.Email); err != nil {
+		if err := s.markVerified(ctx, u); err != nil {
 			return err
 		}
-		verified := true
-		if u, err = s.store.ChangeUser(ctx, u.ID, UserChange{PasswordHash: &hash, EmailVerified: &verified}); err != nil {
-			return fmt.Errorf("publicauth: update user: %w", err)
-		}
+		// markVerified revoked already when the address was new.
 		s.events.Emit(ctx, &events.PasswordReset{UserID: u.ID})
 		return s.revokeAccess(ctx, u.ID, events.ReasonPasswordReset)
 	})
@@ -318,6 +348,24 @@ func (s *Service) ResetPassword(ctx context.Context, token, password string) (*U
 	}
 	s.clearFailedLogins(ctx, u.Email)
 	return u, nil
+}
+
+// checkLink returns the account of a usable link token of purpose without spending it:
+// ErrInvalidToken for a token that is unknown, used, expired or sent to an address the
+// account no longer has.
+func (s *Service) checkLink(ctx context.Context, token, purpose string) (*User, error) {
+	if !plausibleToken(token) {
+		return nil, ErrInvalidToken
+	}
+	t, err := s.store.UsableOneTimeToken(ctx, hashToken(token), purpose, s.now())
+	if errors.Is(err, ErrInvalidToken) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("publicauth: check token: %w", err)
+	}
+	_, u, err := s.linkAccount(ctx, t)
+	return u, err
 }
 
 // accountForMail looks up the account a mail-sending endpoint serves. It returns an
@@ -368,7 +416,7 @@ func plausibleToken(token string) bool {
 // linkAccount loads the account of link token t, which must still have the address the
 // token was sent to.
 func (s *Service) linkAccount(ctx context.Context, t *OneTimeToken) (*OneTimeToken, *User, error) {
-	u, err := s.store.UserByID(ctx, t.UserID)
+	u, err := s.users.userByID(ctx, t.UserID)
 	if errors.Is(err, ErrUserNotFound) {
 		return nil, nil, ErrInvalidToken
 	}
@@ -381,19 +429,18 @@ func (s *Service) linkAccount(ctx context.Context, t *OneTimeToken) (*OneTimeTok
 	return t, u, nil
 }
 
-// markVerified marks u's address verified unless it already is. A first verification also
-// revokes everything issued for the account (revokeAccess): until then anyone could have
-// registered the address, and only now has its owner shown up. Run it inside a transaction.
+// markVerified marks u's address verified (EmailVerifier) unless it already is, or the
+// Accounts store records no verification. A first verification also revokes everything
+// issued for the account (revokeAccess): until then anyone could have registered the
+// address, and only now has its owner shown up. Run it inside a transaction.
 func (s *Service) markVerified(ctx context.Context, u *User) error {
-	if u.EmailVerified {
+	if u.EmailVerified || s.verifier == nil {
 		return nil
 	}
-	verified := true
-	changed, err := s.store.ChangeUser(ctx, u.ID, UserChange{EmailVerified: &verified})
-	if err != nil {
-		return fmt.Errorf("publicauth: update user: %w", err)
+	if err := s.verifier.MarkEmailVerified(ctx, u.ID); err != nil {
+		return fmt.Errorf("publicauth: mark email verified: %w", err)
 	}
-	*u = *changed
+	u.EmailVerified = true
 	s.events.Emit(ctx, &events.EmailVerified{UserID: u.ID, Email: u.Email})
 	return s.revokeAccess(ctx, u.ID, events.ReasonEmailVerified)
 }

@@ -143,7 +143,7 @@ func (s *Service) VerifyPIN(ctx context.Context, challengeID, pin string) (*User
 		}
 		return nil, nil, fmt.Errorf("publicauth: consume PIN challenge: %w", err)
 	}
-	u, err := s.store.UserByID(ctx, c.UserID)
+	u, err := s.users.userByID(ctx, c.UserID)
 	if errors.Is(err, ErrUserNotFound) {
 		return nil, nil, ErrChallengeInvalid
 	}

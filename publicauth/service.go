@@ -1,6 +1,7 @@
 package publicauth
 
 import (
+	"context"
 	"crypto/hkdf"
 	"crypto/rand"
 	"crypto/sha256"
@@ -27,6 +28,27 @@ type options struct {
 	mailer  Mailer
 	limiter Limiter
 	events  *events.Emitter
+
+	accounts       Accounts
+	beforeRegister func(context.Context, RegisterRequest) error
+}
+
+// WithAccounts makes the service keep its accounts in accounts instead of Gatehouse's own
+// users table (see Accounts). A nil store, or no WithAccounts, means the users table. The
+// features that need Gatehouse's own users work only without it: the admin role (so the
+// admin session and admin API), accounts created by a social login, adding a password to
+// one, and the operator's CreateUser, ChangeAccount and DeleteUser.
+func WithAccounts(accounts Accounts) Option {
+	return func(o *options) { o.accounts = accounts }
+}
+
+// WithBeforeRegister gives the hook that Config.Registration RegistrationHook asks before it
+// creates an account: nil lets the registration go on; an error from RefuseRegistration
+// refuses it with its message (403); any other error is logged and answered 500. It runs
+// after the request was validated and before the account is created; it is not asked when
+// the email belongs to an existing account. New refuses it with any other mode.
+func WithBeforeRegister(hook func(ctx context.Context, r RegisterRequest) error) Option {
+	return func(o *options) { o.beforeRegister = hook }
 }
 
 // WithClock makes the service read the time from clock (expiry, timestamps). A nil clock, or
@@ -65,7 +87,18 @@ func WithLimiter(limiter Limiter) Option {
 
 // Service authenticates public users and keeps their sessions. It is safe for concurrent use.
 type Service struct {
-	store   Store
+	store Store
+	// users reads the accounts (Accounts, WithAccounts) as Users; registrar, passwords and
+	// verifier are the optional abilities of the Accounts store, nil when it lacks one.
+	users     userStore
+	registrar AccountRegistrar
+	passwords PasswordSetter
+	verifier  EmailVerifier
+	// own is true when the accounts are Gatehouse's own users table.
+	own            bool
+	registration   RegistrationMode
+	beforeRegister func(context.Context, RegisterRequest) error
+
 	mailer  Mailer
 	limiter Limiter
 	events  *events.Emitter
@@ -115,6 +148,12 @@ func New(cfg Config, store Store, opts ...Option) (*Service, error) {
 	}
 	if o.limiter == nil {
 		errs = append(errs, errors.New("no Limiter: pass WithLimiter"))
+	}
+	switch {
+	case cfg.Registration == RegistrationHook && o.beforeRegister == nil:
+		errs = append(errs, errors.New("Registration \"hook\" needs a hook: pass WithBeforeRegister"))
+	case cfg.Registration != RegistrationHook && o.beforeRegister != nil:
+		errs = append(errs, fmt.Errorf("WithBeforeRegister needs Registration \"hook\", got %q", cfg.Registration))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("publicauth: invalid configuration: %w", err)
@@ -174,9 +213,12 @@ func New(cfg Config, store Store, opts ...Option) (*Service, error) {
 		clock:          o.clock,
 		random:         o.random,
 		logger:         o.logger,
+		registration:   cfg.Registration,
+		beforeRegister: o.beforeRegister,
 		passwordParams: defaultArgon2(),
 		hashing:        newHashPool(cfg.PasswordHashConcurrency, cfg.PasswordHashQueue),
 	}
+	s.setAccounts(o.accounts)
 	for kind, lifespan := range s.lifespan {
 		codec, err := newCookieCodec(cfg.Secret, kind, lifespan, mount+"/")
 		if err != nil {
@@ -189,3 +231,43 @@ func New(cfg Config, store Store, opts ...Option) (*Service, error) {
 
 // now is the service's current time in UTC.
 func (s *Service) now() time.Time { return s.clock().UTC() }
+
+// setAccounts makes accounts (nil: Gatehouse's own users table) the service's Accounts
+// store and detects its optional abilities once.
+func (s *Service) setAccounts(accounts Accounts) {
+	if accounts == nil {
+		own := ownAccounts{s: s}
+		s.users, s.own = own, true
+		s.registrar, s.passwords, s.verifier = own, own, own
+		return
+	}
+	registrar, _ := accounts.(AccountRegistrar)
+	s.users = accountUsers{accounts: accounts, registrar: registrar}
+	s.registrar = registrar
+	s.passwords, _ = accounts.(PasswordSetter)
+	s.verifier, _ = accounts.(EmailVerifier)
+}
+
+// Abilities reports what the Accounts store supports beyond logins and lookups.
+type Abilities struct {
+	// Registration: the store is an AccountRegistrar and Config.Registration is not
+	// RegistrationClosed.
+	Registration bool
+	// PasswordReset: the store is a PasswordSetter.
+	PasswordReset bool
+	// EmailVerification: the store is an EmailVerifier.
+	EmailVerification bool
+	// OwnAccounts: the accounts are Gatehouse's own users table (no WithAccounts).
+	OwnAccounts bool
+}
+
+// Abilities reports what the Accounts store supports, for pages and discovery to offer
+// only what works.
+func (s *Service) Abilities() Abilities {
+	return Abilities{
+		Registration:      s.registrar != nil && s.registration != RegistrationClosed,
+		PasswordReset:     s.passwords != nil,
+		EmailVerification: s.verifier != nil,
+		OwnAccounts:       s.own,
+	}
+}

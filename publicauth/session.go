@@ -104,10 +104,32 @@ func (s *Service) CurrentSession(r *http.Request, kind string) (*Session, *User,
 	if sess.Kind != kind || !sess.ExpiresAt.After(now) {
 		return nil, nil, ErrSessionNotFound
 	}
+	if u, err = s.sessionUser(ctx, sess, u); err != nil {
+		return nil, nil, err
+	}
 	if u.Status != StatusActive || (kind == SessionAdmin && u.Role != RoleAdmin) {
 		return nil, nil, ErrSessionNotFound
 	}
 	return sess, u, nil
+}
+
+// sessionUser is the account of sess. Gatehouse's own store answered it with the session,
+// in the same query (joined, nil when the user is gone); any other Accounts store is asked.
+func (s *Service) sessionUser(ctx context.Context, sess *Session, joined *User) (*User, error) {
+	if s.own {
+		if joined == nil {
+			return nil, ErrSessionNotFound
+		}
+		return joined, nil
+	}
+	u, err := s.users.userByID(ctx, sess.UserID)
+	if errors.Is(err, ErrUserNotFound) {
+		return nil, ErrSessionNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("publicauth: load account of session: %w", err)
+	}
+	return u, nil
 }
 
 // SignedIn returns the user of r's valid `public-session` (as CurrentSession checks it), or

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// UserStore persists user accounts.
+// UserStore persists Gatehouse's own user accounts: the default Accounts store.
 type UserStore interface {
 	// CreateUser inserts u. It returns ErrEmailTaken when another user's email has the same
 	// EmailKey.
@@ -22,7 +22,8 @@ type UserStore interface {
 	ChangeUser(ctx context.Context, id string, c UserChange) (*User, error)
 	// DeleteUser deletes the user with that id and, in one transaction, everything of
 	// theirs: tokens, refresh tokens and unused codes issued to them, consents, sessions,
-	// PIN challenges, one-time tokens, linked identities and permission records. It returns
+	// PIN challenges, one-time tokens, linked identities and permission records (those
+	// refer to an account by id, so no foreign key deletes them). It returns
 	// ErrUserNotFound when there is no such user.
 	DeleteUser(ctx context.Context, id string) error
 }
@@ -48,8 +49,10 @@ type SessionStore interface {
 	// CreateSession inserts s.
 	CreateSession(ctx context.Context, s *Session) error
 	// SessionByIDHash returns the session with that id hash whose ExpiresAt is after now,
-	// together with its user, in one round trip (it runs on every request that carries a
-	// session cookie); or ErrSessionNotFound for a missing, expired or deleted session.
+	// together with its user of Gatehouse's own users table, in one round trip (it runs on
+	// every request that carries a session cookie); the user is nil when that table has no
+	// user of the session's UserID (an account of another Accounts store). It returns
+	// ErrSessionNotFound for a missing, expired or deleted session.
 	SessionByIDHash(ctx context.Context, idHash string, now time.Time) (*Session, *User, error)
 	// DeleteSession removes the session; deleting a missing session is not an error.
 	DeleteSession(ctx context.Context, idHash string) error

@@ -41,14 +41,27 @@ type User struct {
 	// SocialProviders lists the social and upstream identity providers linked to the
 	// account ("google", "facebook", "oidc:<name>"), sorted; it feeds LoginMethods.
 	SocialProviders []string
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
+	// Claims are the further claims of an account from a store given with WithAccounts
+	// (Account.Claims); nil for Gatehouse's own users.
+	Claims    map[string]any
+	CreatedAt time.Time
+	UpdatedAt time.Time
+
+	// external marks an account of a store given with WithAccounts: it has a password
+	// there (never a PasswordHash here), role RoleUser and no linked providers.
+	external bool
+}
+
+// HasPassword reports whether the account can log in with a password: a Gatehouse user with
+// a password hash, or any account of a store given with WithAccounts.
+func (u *User) HasPassword() bool {
+	return u.external || u.PasswordHash != ""
 }
 
 // LoginMethods lists how the user can log in, in a stable order.
 func (u *User) LoginMethods() []string {
 	methods := []string{}
-	if u.PasswordHash != "" {
+	if u.HasPassword() {
 		methods = append(methods, MethodPassword)
 	}
 	return append(methods, u.SocialProviders...)

@@ -46,15 +46,21 @@ type Registration struct {
 // trimmed and required; a refused value yields an *InputError. signedIn is the user of the
 // request's public session, or nil.
 //
-// A new email creates a public user: role RoleUser, status StatusActive, email not yet
-// verified, a random UUID v4 as id; then an email verification link is mailed in the
-// background (a failure to issue or send it is logged and never fails the registration;
-// ResendVerification sends another).
+// Registration needs an Accounts store that is an AccountRegistrar (else an
+// *UnavailableError) and Config.Registration not RegistrationClosed (else
+// ErrRegistrationClosed), whatever the email; both are checked first (RegistrationOffered).
+// A new email creates an account through the AccountRegistrar; with RegistrationHook only
+// once the hook accepts it (a *RefusedError, or the hook's own error). Gatehouse's own store creates a public user: role
+// RoleUser, status StatusActive, email not yet verified, a random UUID v4 as id. An
+// unverified account is then mailed an email verification link in the background, when
+// the store is an EmailVerifier (a failure to issue or send it is logged and never fails
+// the registration; ResendVerification sends another).
 //
-// The email of an active social-only account (no password) adds the password to that
-// account (AccountLinking), behind proof that the registrant owns the address, so nobody
-// attaches a password to someone else's account. When signedIn is that very account, its
-// owner just signed in upstream, which proved the address: the password is set at once
+// The email of an active social-only account of Gatehouse's own store (no password) adds
+// the password to that account (AccountLinking), behind proof that the registrant owns the
+// address, so nobody attaches a password to someone else's account; the hook is not asked,
+// as no account is created. When signedIn is that very account,
+// its owner just signed in upstream, which proved the address: the password is set at once
 // (PasswordAdded). Otherwise nothing changes yet: a link of PurposeLinkPassword carrying
 // the password's hash, superseding older ones, is mailed in the background to the address,
 // and opening it (VerifyEmail) adds the password. That mail counts against the
@@ -62,34 +68,108 @@ type Registration struct {
 // password ends every session of the account, the caller's too, and revokes its tokens
 // and consents (addPassword).
 //
-// Any other email in use, compared by EmailKey (an account with a password, or an
-// inactive one), yields ErrEmailTaken. The name of an existing account is left as it is.
+// Any other email in use (an account with a password, or an inactive one) yields
+// ErrEmailTaken. The name of an existing account is left as it is.
 func (s *Service) Register(ctx context.Context, email, password, name string, signedIn *User) (Registration, error) {
-	u, err := s.newUser(ctx, UserInput{Email: email, Password: password, Name: name, Role: RoleUser})
+	if err := s.RegistrationOffered(); err != nil {
+		return Registration{}, err
+	}
+	req, err := s.checkRegistration(email, password, name)
 	if err != nil {
 		return Registration{}, err
 	}
-	existing, err := s.userForLogin(ctx, u.Email)
+	existing, err := s.userForLogin(ctx, req.Email)
 	switch {
 	case err != nil:
 		return Registration{}, err
 	case existing != nil:
-		return s.registerExisting(ctx, existing, u.PasswordHash, signedIn)
+		return s.registerExisting(ctx, existing, req.Password, signedIn)
 	}
-	if err := s.store.CreateUser(ctx, u); err != nil {
-		return Registration{}, fmt.Errorf("publicauth: create user: %w", err)
+	if err := s.allowRegistration(ctx, req); err != nil {
+		return Registration{}, err
+	}
+	u, err := s.users.register(ctx, req)
+	if err != nil {
+		if errors.Is(err, ErrEmailTaken) {
+			return Registration{}, ErrEmailTaken
+		}
+		return Registration{}, fmt.Errorf("publicauth: register account: %w", err)
+	}
+	if !u.EmailVerified && s.verifier != nil {
+		s.mailLinkLater(ctx, u, PurposeVerifyEmail, Destination{})
 	}
 	s.events.Emit(ctx, &events.UserRegistered{UserID: u.ID, Email: u.Email, Method: MethodPassword})
-	s.mailLinkLater(ctx, u, PurposeVerifyEmail, Destination{})
 	return Registration{User: u}, nil
 }
 
-// registerExisting is Register for an email that names the account u: the password (its
-// hash) goes to u when u is active and has none, at once when signedIn is u, else once the
-// mailed link is opened.
-func (s *Service) registerExisting(ctx context.Context, u *User, hash string, signedIn *User) (Registration, error) {
-	if u.PasswordHash != "" || u.Status != StatusActive {
+// RegistrationOffered reports whether registration is offered at all: an *UnavailableError
+// when the Accounts store is no AccountRegistrar (404), ErrRegistrationClosed when
+// Config.Registration is RegistrationClosed (403), else nil. The JSON API and the hosted
+// registration page ask it before reading the form.
+func (s *Service) RegistrationOffered() error {
+	switch {
+	case s.registrar == nil:
+		return &UnavailableError{Feature: FeatureRegistration}
+	case s.registration == RegistrationClosed:
+		return ErrRegistrationClosed
+	}
+	return nil
+}
+
+// PasswordResetOffered reports whether password reset is offered: an *UnavailableError
+// when the Accounts store is no PasswordSetter (404), else nil.
+func (s *Service) PasswordResetOffered() error {
+	if s.passwords == nil {
+		return &UnavailableError{Feature: FeaturePasswordReset}
+	}
+	return nil
+}
+
+// checkRegistration validates a registration: a bare address, a password that passes the
+// password rule (also against the address) and a name.
+func (s *Service) checkRegistration(email, password, name string) (RegisterRequest, error) {
+	email, err := normalizeEmail(email)
+	if err != nil {
+		return RegisterRequest{}, err
+	}
+	if err := checkAccountPassword(password, email); err != nil {
+		return RegisterRequest{}, err
+	}
+	name, err = normalizeName(name)
+	if err != nil {
+		return RegisterRequest{}, err
+	}
+	return RegisterRequest{Email: email, Name: name, Password: password}, nil
+}
+
+// allowRegistration asks the hook of RegistrationHook about a new account: a *RefusedError
+// passes through, any other error is wrapped (an internal error). Other modes allow it.
+func (s *Service) allowRegistration(ctx context.Context, req RegisterRequest) error {
+	switch s.registration {
+	case RegistrationHook:
+		err := s.beforeRegister(ctx, req)
+		var refused *RefusedError
+		switch {
+		case err == nil:
+			return nil
+		case errors.As(err, &refused):
+			return refused
+		}
+		return fmt.Errorf("publicauth: registration hook: %w", err)
+	}
+	return nil
+}
+
+// registerExisting is Register for an email that names the account u: the password goes
+// to u when u is an active account of Gatehouse's own store and has none, at once when
+// signedIn is u, else once the mailed link is opened.
+func (s *Service) registerExisting(ctx context.Context, u *User, password string, signedIn *User) (Registration, error) {
+	if u.HasPassword() || u.Status != StatusActive {
 		return Registration{}, ErrEmailTaken
+	}
+	hash, err := s.newPasswordHash(ctx, password)
+	if err != nil {
+		return Registration{}, err
 	}
 	if signedIn == nil || signedIn.ID != u.ID {
 		m, err := s.prepareLink(ctx, u, PurposeLinkPassword, Destination{}, hash)
@@ -99,7 +179,7 @@ func (s *Service) registerExisting(ctx context.Context, u *User, hash string, si
 		s.sendLater(ctx, m)
 		return Registration{User: u, AccountLinking: true}, nil
 	}
-	err := s.store.InTx(ctx, func(ctx context.Context) error {
+	err = s.store.InTx(ctx, func(ctx context.Context) error {
 		// Load again inside the transaction: the password may have come meanwhile.
 		current, err := s.store.UserByID(ctx, u.ID)
 		if err != nil {
@@ -221,9 +301,10 @@ func (s *Service) newUser(ctx context.Context, in UserInput) (*User, error) {
 	return u, nil
 }
 
-// Authenticate checks an email and password and returns the account they belong to. It
-// verifies credentials only; it starts no session.
+// Authenticate checks an email and password with the Accounts store and returns the
+// account they belong to. It verifies credentials only; it starts no session.
 //
+// With Gatehouse's own store:
 // An unknown email, an account without a password or with an unusable stored hash, and a
 // wrong password all yield ErrInvalidCredentials, and all cost one argon2id verification (an
 // unknown account is verified against a fixed dummy hash), so neither the answer nor its
@@ -239,7 +320,7 @@ func (s *Service) Authenticate(ctx context.Context, email, password string) (*Us
 		s.loginFailed(ctx, MethodPassword, nil, err)
 		return nil, err
 	}
-	u, err := s.verifyCredentials(ctx, email, password)
+	u, err := s.users.authenticate(ctx, strings.TrimSpace(email), password)
 	if err != nil {
 		s.loginFailed(ctx, MethodPassword, u, err)
 		return nil, err
@@ -248,8 +329,9 @@ func (s *Service) Authenticate(ctx context.Context, email, password string) (*Us
 	return u, nil
 }
 
-// verifyCredentials is Authenticate without the lockout. With ErrInvalidCredentials and
-// ErrAccountDisabled it also returns the account the email names, if any.
+// verifyCredentials is Authenticate of Gatehouse's own store, without the lockout. With
+// ErrInvalidCredentials and ErrAccountDisabled it also returns the account the email
+// names, if any.
 func (s *Service) verifyCredentials(ctx context.Context, email, password string) (*User, error) {
 	u, err := s.userForLogin(ctx, email)
 	if err != nil {
@@ -289,7 +371,7 @@ func (s *Service) userForLogin(ctx context.Context, email string) (*User, error)
 	if err != nil {
 		return nil, nil
 	}
-	u, err := s.store.UserByEmail(ctx, email)
+	u, err := s.users.userByEmail(ctx, email)
 	if errors.Is(err, ErrUserNotFound) {
 		return nil, nil
 	}
@@ -299,9 +381,9 @@ func (s *Service) userForLogin(ctx context.Context, email string) (*User, error)
 	return u, nil
 }
 
-// UserByID returns the account with that id, or ErrUserNotFound.
+// UserByID returns the account with that id from the Accounts store, or ErrUserNotFound.
 func (s *Service) UserByID(ctx context.Context, id string) (*User, error) {
-	u, err := s.store.UserByID(ctx, id)
+	u, err := s.users.userByID(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("publicauth: load user: %w", err)
 	}

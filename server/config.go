@@ -91,6 +91,7 @@ func serveCommand() (c *command, resolve func() (Config, error)) {
 		"how often signing keys are re-read, to pick up a rotation done elsewhere")
 	c.stringVar(&pc.TemplateDir, "template-dir", "DIR", "GATEHOUSE_TEMPLATE_DIR", "",
 		"directory of *.html files replacing the hosted pages of the same name")
+	addRegistrationFlag(c, &pc.Registration)
 	addPublicAuthFlags(c, &pc.PublicAuth)
 	addSocialFlags(c, &pc.Social)
 	addPermissionFlags(c, &pc.Permissions)

@@ -11,6 +11,22 @@ import (
 	"github.com/gatehouse-id/gatehouse/publicauth"
 )
 
+// addRegistrationFlag registers --registration: open or closed. The third mode, hook,
+// needs a Go function (provider.WithBeforeRegister), so only an embedder can choose it.
+func addRegistrationFlag(c *command, mode *provider.RegistrationMode) {
+	c.add("registration", "open|closed", "GATEHOUSE_REGISTRATION", string(provider.RegistrationOpen),
+		"who may create an account: open (anyone) or closed (nobody: registration answers 403,\n"+
+			"      the login page offers none, social login creates no account)",
+		func(v string) error {
+			switch m := provider.RegistrationMode(v); m {
+			case provider.RegistrationOpen, provider.RegistrationClosed:
+				*mode = m
+				return nil
+			}
+			return errors.New("want open or closed")
+		})
+}
+
 // addPublicAuthFlags registers the serve flags of the mail, PIN gate, magic link and rate
 // limit settings.
 func addPublicAuthFlags(c *command, cfg *provider.PublicAuthConfig) {

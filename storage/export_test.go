@@ -96,3 +96,16 @@ func TableNames() []string { return tableNames() }
 
 // SQLDB is the store's connection pool.
 func (s *Store) SQLDB() (*sql.DB, error) { return s.db.DB() }
+
+// HasIndex reports whether the schema has an index of that name.
+func (s *Store) HasIndex(ctx context.Context, name string) bool {
+	q := `SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = ?`
+	if s.dialect == dialectPostgres {
+		q = `SELECT COUNT(*) FROM pg_indexes WHERE schemaname = current_schema() AND indexname = ?`
+	}
+	var n int64
+	if err := s.db.WithContext(ctx).Raw(q, name).Scan(&n).Error; err != nil {
+		return false
+	}
+	return n > 0
+}

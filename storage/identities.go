@@ -110,8 +110,6 @@ func (s *Store) insertIdentity(ctx context.Context, userID string, id publicauth
 	switch {
 	case isDuplicate(err):
 		return publicauth.ErrIdentityTaken
-	case isForeignKey(err):
-		return publicauth.ErrUserNotFound
 	case err != nil:
 		return fmt.Errorf("storage: insert identity: %w", err)
 	}

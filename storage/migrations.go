@@ -26,6 +26,7 @@ func migrations() []migration {
 		{version: 8, name: "token tables indexed by subject, for revoking a user's grants", up: func(tx *gorm.DB, n schemaNames) error {
 			return execAll(tx, n, schemaV8())
 		}},
+		{version: 9, name: "sessions, consents, links, PIN challenges, identities and permissions refer to accounts by id, without a users row", up: migrateV9},
 	}
 }
 

@@ -73,7 +73,8 @@ func (s *Store) Permission(ctx context.Context, userID, clientID string) (*permi
 // SavePermission inserts r (created) or updates the record of (r.UserID, r.ClientID) to r.
 // An insert that collides with a record inserted meanwhile returns
 // permissions.ErrRecordExists (in a savepoint, so ctx's transaction stays usable); one for a
-// missing user or client returns permissions.ErrUnknownUser or ErrUnknownClient. An update
+// missing client returns permissions.ErrUnknownClient. The user id is not checked: it need
+// not be a row of users (v9). An update
 // of a missing record returns permissions.ErrNoRecord.
 func (s *Store) SavePermission(ctx context.Context, r *permissions.Record, created bool) error {
 	m := permissionModel{
@@ -89,7 +90,9 @@ func (s *Store) SavePermission(ctx context.Context, r *permissions.Record, creat
 		case isDuplicate(err):
 			return permissions.ErrRecordExists
 		case isForeignKey(err):
-			return s.missingReference(ctx, r.UserID)
+			// Only the client is a foreign key: a record refers to its account by id,
+			// which need not be a row of users (v9).
+			return permissions.ErrUnknownClient
 		}
 		return fmt.Errorf("storage: insert permission: %w", err)
 	}
@@ -106,18 +109,6 @@ func (s *Store) SavePermission(ctx context.Context, r *permissions.Record, creat
 		return permissions.ErrNoRecord
 	}
 	return nil
-}
-
-// missingReference tells which foreign key of a permission insert failed.
-func (s *Store) missingReference(ctx context.Context, userID string) error {
-	var n int64
-	if err := s.conn(ctx).Model(&userModel{}).Where("id = ?", userID).Count(&n).Error; err != nil {
-		return fmt.Errorf("storage: insert permission: tell the missing reference apart: %w", err)
-	}
-	if n == 0 {
-		return permissions.ErrUnknownUser
-	}
-	return permissions.ErrUnknownClient
 }
 
 // AddAuditEntry appends e to the audit log; Before and After are stored as the JSON of

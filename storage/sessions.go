@@ -9,9 +9,9 @@ import (
 	"gorm.io/gorm"
 )
 
-// CreateSession inserts s, setting a zero sess.CreatedAt to now. It returns
-// publicauth.ErrUserNotFound when sess.UserID is no user and ErrConflict when a session with
-// sess.IDHash exists. It implements publicauth.SessionStore.
+// CreateSession inserts s, setting a zero sess.CreatedAt to now. sess.UserID is an account
+// id, which need not be a row of users (provider.WithAccounts). It returns ErrConflict when
+// a session with sess.IDHash exists. It implements publicauth.SessionStore.
 func (s *Store) CreateSession(ctx context.Context, sess *publicauth.Session) error {
 	if sess.CreatedAt.IsZero() {
 		sess.CreatedAt = s.nowUTC()
@@ -29,22 +29,31 @@ func (s *Store) CreateSession(ctx context.Context, sess *publicauth.Session) err
 	return userRowError("create session", err)
 }
 
-// SessionByIDHash returns the session with that id hash whose ExpiresAt is after now and its
-// user, or publicauth.ErrSessionNotFound for a missing, expired or deleted session.
+// SessionByIDHash returns the session with that id hash whose ExpiresAt is after now and
+// the row of users with its account id, or a nil user when users has none (an account kept
+// outside Gatehouse); publicauth.ErrSessionNotFound for a missing, expired or deleted
+// session. It is one query, a left join.
 func (s *Store) SessionByIDHash(ctx context.Context, idHash string, now time.Time) (*publicauth.Session, *publicauth.User, error) {
-	// One join: a session's user always exists (its rows cascade with the user's).
 	var row struct {
 		Session sessionModel `gorm:"embedded"`
 		User    userModel    `gorm:"embedded;embeddedPrefix:u_"`
+		// The user's times, NULL without a users row: SQLite keeps the column type (and so
+		// the time parsing) only for a bare column, not for a COALESCE of it.
+		UserCreatedAt *time.Time `gorm:"column:user_created_at"`
+		UserUpdatedAt *time.Time `gorm:"column:user_updated_at"`
 	}
 	err := s.conn(ctx).Table(s.names.table("sessions")).
 		Select(s.sql(`{sessions}.id_hash, {sessions}.user_id, {sessions}.kind, {sessions}.method, {sessions}.auth_time,
-			{sessions}.created_at, {sessions}.expires_at, {users}.id AS u_id, {users}.email AS u_email,
-			{users}.email_lower AS u_email_lower, {users}.email_verified AS u_email_verified,
-			{users}.name AS u_name, {users}.password_hash AS u_password_hash, {users}.role AS u_role,
-			{users}.status AS u_status, {users}.require_pin AS u_require_pin,
-			{users}.social_providers AS u_social_providers, {users}.created_at AS u_created_at, {users}.updated_at AS u_updated_at`)).
-		Joins(s.sql("JOIN {users} ON {users}.id = {sessions}.user_id")).
+			{sessions}.created_at, {sessions}.expires_at, COALESCE({users}.id, '') AS u_id,
+			COALESCE({users}.email, '') AS u_email, COALESCE({users}.email_lower, '') AS u_email_lower,
+			COALESCE({users}.email_verified, FALSE) AS u_email_verified, COALESCE({users}.name, '') AS u_name,
+			COALESCE({users}.password_hash, '') AS u_password_hash, COALESCE({users}.role, '') AS u_role,
+			COALESCE({users}.status, '') AS u_status, COALESCE({users}.require_pin, FALSE) AS u_require_pin,
+			COALESCE({users}.social_providers, '[]') AS u_social_providers,
+			{users}.created_at AS user_created_at, {users}.updated_at AS user_updated_at`)).
+		// A left join: an account kept outside Gatehouse has no row in users. Every user
+		// column is coalesced, so such a row scans as an empty user id.
+		Joins(s.sql("LEFT JOIN {users} ON {users}.id = {sessions}.user_id")).
 		Where(s.sql("{sessions}.id_hash = ? AND {sessions}.expires_at > ?"), idHash, utc(now)).
 		Take(&row).Error
 	if err != nil {
@@ -54,6 +63,11 @@ func (s *Store) SessionByIDHash(ctx context.Context, idHash string, now time.Tim
 		return nil, nil, fmt.Errorf("storage: get session: %w", err)
 	}
 	m := row.Session
+	var u *publicauth.User
+	if row.User.ID != "" && row.UserCreatedAt != nil && row.UserUpdatedAt != nil {
+		row.User.CreatedAt, row.User.UpdatedAt = *row.UserCreatedAt, *row.UserUpdatedAt
+		u = row.User.toUser()
+	}
 	return &publicauth.Session{
 		IDHash:    m.IDHash,
 		UserID:    m.UserID,
@@ -62,7 +76,7 @@ func (s *Store) SessionByIDHash(ctx context.Context, idHash string, now time.Tim
 		AuthTime:  timeUTC(m.AuthTime),
 		CreatedAt: timeUTC(m.CreatedAt),
 		ExpiresAt: timeUTC(m.ExpiresAt),
-	}, row.User.toUser(), nil
+	}, u, nil
 }
 
 // DeleteSession removes the session; deleting a missing session is not an error.

@@ -113,16 +113,14 @@ func (s *Store) UserByEmail(ctx context.Context, email string) (*publicauth.User
 	return m.toUser(), nil
 }
 
-// userRowError maps the error of inserting a row that belongs to a user (a session, a
-// one-time token, a PIN challenge): nil stays nil, a broken foreign key is
-// publicauth.ErrUserNotFound, a duplicate key ErrConflict. what names the operation in any
-// other error.
+// userRowError maps the error of inserting a row that belongs to an account (a session, a
+// one-time token, a PIN challenge): nil stays nil, a duplicate key is ErrConflict. what
+// names the operation in any other error. The account is not checked: since v9 it need not
+// be a row of users.
 func userRowError(what string, err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case isForeignKey(err):
-		return publicauth.ErrUserNotFound
 	case isDuplicate(err):
 		return ErrConflict
 	}
@@ -163,25 +161,14 @@ func (s *Store) ChangeUser(ctx context.Context, id string, c publicauth.UserChan
 
 // DeleteUser deletes the user with that id and everything of theirs, in one transaction (a
 // savepoint inside the transaction ctx carries): the authorization codes, access and
-// refresh tokens, PKCE and OpenID Connect rows whose subject is the user, and the pending
-// authorization requests the user logged in to; the foreign keys' ON DELETE CASCADE removes
-// the user's sessions, consents, one-time tokens, PIN challenges, linked identities and
-// permission records with the row. The permission audit log keeps its entries: it is the
-// history of what was granted. It returns publicauth.ErrUserNotFound when there is no such
-// user. It implements publicauth.UserStore.
+// refresh tokens, PKCE and OpenID Connect rows whose subject is the user, the pending
+// authorization requests the user logged in to, and the rows that refer to the account by
+// id (sessions, consents, one-time tokens, PIN challenges, linked identities and permission
+// records: no foreign key cascades them since v9). The permission audit log keeps its
+// entries: it is the history of what was granted. It returns publicauth.ErrUserNotFound
+// when there is no such user, and deletes nothing then. It implements publicauth.UserStore.
 func (s *Store) DeleteUser(ctx context.Context, id string) error {
 	return s.inTx(ctx, func(tx *gorm.DB) error {
-		for _, model := range []any{
-			&authorizationCodeModel{}, &accessTokenModel{}, &refreshTokenModel{},
-			&pkceRequestModel{}, &oidcSessionModel{},
-		} {
-			if err := tx.Where("subject = ?", id).Delete(model).Error; err != nil {
-				return fmt.Errorf("storage: delete user's tokens: %w", err)
-			}
-		}
-		if err := tx.Where("user_id = ?", id).Delete(&authRequestModel{}).Error; err != nil {
-			return fmt.Errorf("storage: delete user's authorization requests: %w", err)
-		}
 		res := tx.Where("id = ?", id).Delete(&userModel{})
 		if res.Error != nil {
 			return fmt.Errorf("storage: delete user: %w", res.Error)
@@ -189,6 +176,29 @@ func (s *Store) DeleteUser(ctx context.Context, id string) error {
 		if res.RowsAffected == 0 {
 			return publicauth.ErrUserNotFound
 		}
-		return nil
+		return deleteAccountRows(tx, id)
 	})
+}
+
+// deleteAccountRows deletes, on tx, every row that belongs to the account with that id:
+// its tokens and codes (by subject), its pending authorization requests, and the rows of
+// accountTables.
+func deleteAccountRows(tx *gorm.DB, id string) error {
+	for _, model := range []any{
+		&authorizationCodeModel{}, &accessTokenModel{}, &refreshTokenModel{},
+		&pkceRequestModel{}, &oidcSessionModel{},
+	} {
+		if err := tx.Where("subject = ?", id).Delete(model).Error; err != nil {
+			return fmt.Errorf("storage: delete user's tokens: %w", err)
+		}
+	}
+	for _, model := range []any{
+		&authRequestModel{}, &sessionModel{}, &consentModel{}, &oneTimeTokenModel{},
+		&pinChallengeModel{}, &identityModel{}, &permissionModel{},
+	} {
+		if err := tx.Where("user_id = ?", id).Delete(model).Error; err != nil {
+			return fmt.Errorf("storage: delete user's rows: %w", err)
+		}
+	}
+	return nil
 }

@@ -121,7 +121,10 @@ func (u *UI) registerSubmit(w http.ResponseWriter, r *http.Request) {
 		v := &RegisterView{Email: email, Name: name}
 		if errors.Is(err, publicauth.ErrEmailTaken) {
 			// A way forward for someone who forgot they had an account.
-			v.SignInURL, v.ResetURL = u.formLink("/login", f.token, email), u.formLink("/forgot-password", f.token, email)
+			v.SignInURL = u.formLink("/login", f.token, email)
+			if u.auth.Abilities().PasswordReset {
+				v.ResetURL = u.formLink("/forgot-password", f.token, email)
+			}
 		}
 		u.formFailed(w, r, "register", f, v, err)
 		return
@@ -180,6 +183,8 @@ func (u *UI) renderForm(w http.ResponseWriter, r *http.Request, status int, page
 	}
 	if login, ok := v.(*LoginView); ok {
 		u.addSocialLogins(r, token, login)
+		abilities := u.auth.Abilities()
+		login.CanRegister, login.CanResetPassword = abilities.Registration, abilities.PasswordReset
 	}
 	u.pages.render(w, r, status, page, v)
 }

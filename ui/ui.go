@@ -139,17 +139,17 @@ func (u *UI) Routes(r *mux.Router) {
 	get, post := http.MethodGet, http.MethodPost
 	r.HandleFunc("/login", u.formPage("login", loginView)).Methods(get)
 	r.HandleFunc("/login", u.loginSubmit).Methods(post)
-	r.HandleFunc("/register", u.formPage("register", registerView)).Methods(get)
-	r.HandleFunc("/register", u.registerSubmit).Methods(post)
+	r.HandleFunc("/register", u.offered(u.auth.RegistrationOffered, u.formPage("register", registerView))).Methods(get)
+	r.HandleFunc("/register", u.offered(u.auth.RegistrationOffered, u.registerSubmit)).Methods(post)
 	r.HandleFunc("/consent", u.consentPage).Methods(get)
 	r.HandleFunc("/consent", u.consentSubmit).Methods(post)
 	r.HandleFunc(LogoutPath, u.logoutConfirm).Methods(post)
 	r.HandleFunc("/pin", u.pinSubmit).Methods(post)
 	r.HandleFunc("/magic-link", u.magicLinkSubmit).Methods(post)
-	r.HandleFunc("/forgot-password", u.formPage("forgot_password", forgotPasswordView)).Methods(get)
-	r.HandleFunc("/forgot-password", u.forgotPasswordSubmit).Methods(post)
-	r.HandleFunc(publicauth.PathResetPassword, u.resetPasswordPage).Methods(get)
-	r.HandleFunc(publicauth.PathResetPassword, u.resetPasswordSubmit).Methods(post)
+	r.HandleFunc("/forgot-password", u.offered(u.auth.PasswordResetOffered, u.formPage("forgot_password", forgotPasswordView))).Methods(get)
+	r.HandleFunc("/forgot-password", u.offered(u.auth.PasswordResetOffered, u.forgotPasswordSubmit)).Methods(post)
+	r.HandleFunc(publicauth.PathResetPassword, u.offered(u.auth.PasswordResetOffered, u.resetPasswordPage)).Methods(get)
+	r.HandleFunc(publicauth.PathResetPassword, u.offered(u.auth.PasswordResetOffered, u.resetPasswordSubmit)).Methods(post)
 	r.HandleFunc(publicauth.PathConfirmPassword, u.confirmPasswordPage).Methods(get)
 	r.HandleFunc(publicauth.PathConfirmPassword, u.confirmPasswordSubmit).Methods(post)
 	r.HandleFunc(signedInPath, u.signedIn).Methods(get)
@@ -158,6 +158,19 @@ func (u *UI) Routes(r *mux.Router) {
 	r.HandleFunc(publicauth.PathVerifyEmail, u.verifyEmailPage).Methods(get)
 	r.HandleFunc(publicauth.PathVerifyEmail, u.verifyEmailSubmit).Methods(post)
 	r.HandleFunc("/ui/style.css", u.pages.style).Methods(get, http.MethodHead)
+}
+
+// offered serves next only while the feature check allows it (nil); otherwise the error
+// page of its answer: 404 when the accounts store lacks the feature, 403 when registration
+// is closed.
+func (u *UI) offered(check func() error, next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := check(); err != nil {
+			u.Error(w, r, err)
+			return
+		}
+		next(w, r)
+	}
 }
 
 // FormPost writes an authorization response (or error) as a page that posts params to the

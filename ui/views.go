@@ -53,6 +53,10 @@ type LoginView struct {
 	// Social are the buttons of the enabled social and upstream logins, in configuration
 	// order; empty when none is enabled.
 	Social []social.Button
+	// CanRegister and CanResetPassword say whether to offer the registration and
+	// forgot-password pages: false when registration is closed or the accounts store
+	// cannot create accounts or set passwords (those pages then answer 403 or 404).
+	CanRegister, CanResetPassword bool
 }
 
 // RegisterView is the data of register.html.

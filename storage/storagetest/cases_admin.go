@@ -19,6 +19,7 @@ import (
 func adminCases() []storageCase {
 	return []storageCase{
 		{"DeleteUser", testDeleteUser},
+		{"AccountRowsWithoutUser", testAccountRowsWithoutUser},
 		{"UpdateClient", testUpdateClient},
 		{"SetClientSecretHash", testSetClientSecretHash},
 	}
@@ -211,4 +212,53 @@ func testSetClientSecretHash(t *testing.T, s *storage.Store) {
 	if len(got.SecretHash) != 0 {
 		t.Errorf("public client secret hash: got %x, want none", got.SecretHash)
 	}
+}
+
+// testAccountRowsWithoutUser: an account kept outside Gatehouse (provider.WithAccounts) has
+// no row in users, and its sessions, consents, permission records, PIN challenges, mailed
+// links and linked identities are stored and read by its id alone; SessionByIDHash answers
+// such a session with a nil user; RevokeUserGrants revokes what it granted.
+func testAccountRowsWithoutUser(t *testing.T, s *storage.Store) {
+	ctx := context.Background()
+	client := mustCreateClient(t, s, "app")
+	const id = "42"
+	mustNoErr(t, "create session", s.CreateSession(ctx, &publicauth.Session{
+		IDHash: "sess-42", UserID: id, Kind: publicauth.SessionPublic, Method: publicauth.MethodPassword,
+		AuthTime: t0.Add(-time.Hour), CreatedAt: t0.Add(-time.Hour), ExpiresAt: t0.Add(time.Hour),
+	}))
+	mustNoErr(t, "save consent", s.SaveConsent(ctx, &storage.Consent{
+		UserID: id, ClientID: client.ID, Scopes: []string{"openid"}, GrantedAt: t0,
+	}))
+	mustNoErr(t, "SavePermission", s.SavePermission(ctx, record(id, client.ID, permissions.StatusApproved, permissions.RoleUser, t0), true))
+	mustCreateChallenge(t, s, newChallenge("pin-42", id, t0.Add(time.Hour)))
+	mustCreateToken(t, s, newToken("tok-42", publicauth.PurposeMagicLink, id, t0.Add(time.Hour)), false)
+	checkErr(t, "SavePermission for an unknown client",
+		s.SavePermission(ctx, record(id, "nope", permissions.StatusPending, permissions.RoleNone, t0), true), permissions.ErrUnknownClient)
+
+	sess, u, err := s.SessionByIDHash(ctx, "sess-42", t0)
+	mustNoErr(t, "SessionByIDHash", err)
+	if sess.UserID != id || u != nil {
+		t.Errorf("SessionByIDHash: got session of %q and user %+v, want %q and no user", sess.UserID, u, id)
+	}
+	c, err := s.ConsentFor(ctx, id, client.ID)
+	mustNoErr(t, "ConsentFor", err)
+	if !slices.Equal(c.Scopes, []string{"openid"}) {
+		t.Errorf("ConsentFor: got scopes %v, want [openid]", c.Scopes)
+	}
+	rec, err := s.Permission(ctx, id, client.ID)
+	mustNoErr(t, "Permission", err)
+	if rec.UserID != id || rec.Status != permissions.StatusApproved {
+		t.Errorf("Permission: got %+v, want the approved record of %q", rec, id)
+	}
+	_, err = s.UsableOneTimeToken(ctx, "tok-42", publicauth.PurposeMagicLink, t0)
+	mustNoErr(t, "UsableOneTimeToken", err)
+
+	mustNoErr(t, "RevokeUserGrants", s.RevokeUserGrants(ctx, id))
+	checkErr(t, "consent after RevokeUserGrants", second(s.ConsentFor(ctx, id, client.ID)), storage.ErrNotFound)
+	checkErr(t, "mailed link after RevokeUserGrants",
+		second(s.UsableOneTimeToken(ctx, "tok-42", publicauth.PurposeMagicLink, t0)), publicauth.ErrInvalidToken)
+	_, err = s.ReservePINAttempt(ctx, "pin-42", 5, t0)
+	checkErr(t, "PIN challenge after RevokeUserGrants", err, publicauth.ErrChallengeInvalid)
+	mustNoErr(t, "DeleteUserSessions", s.DeleteUserSessions(ctx, id))
+	checkErr(t, "session after DeleteUserSessions", third(s.SessionByIDHash(ctx, "sess-42", t0)), publicauth.ErrSessionNotFound)
 }

@@ -82,7 +82,6 @@ func testPermissionWriteErrors(t *testing.T, s *storage.Store) {
 		return record(userID, clientID, permissions.StatusPending, permissions.RoleNone, t0)
 	}
 	checkErr(t, "update of a missing record", s.SavePermission(ctx, pending(u.ID, "app"), false), permissions.ErrNoRecord)
-	checkErr(t, "insert for an unknown user", s.SavePermission(ctx, pending("nobody", "app"), true), permissions.ErrUnknownUser)
 	checkErr(t, "insert for an unknown client", s.SavePermission(ctx, pending(u.ID, "nope"), true), permissions.ErrUnknownClient)
 	mustNoErr(t, "insert", s.SavePermission(ctx, pending(u.ID, "app"), true))
 	// A second insert is refused and leaves the transaction usable for the retry.
