@@ -143,7 +143,7 @@ func TestCompanyServiceEndToEnd(t *testing.T) {
 		ClientID: client.ClientID, Endpoint: op.Endpoint(), RedirectURL: rp.URL + "/callback",
 		Scopes: []string{oidc.ScopeOpenID, "profile", "email", "orders.read"},
 	}
-	verifier, state, nonce := oauth2.GenerateVerifier(), "state-"+strconv.Itoa(int(uid)), "nonce-1"
+	verifier, state, nonce := oauth2.GenerateVerifier(), oauth2.GenerateVerifier(), oauth2.GenerateVerifier()
 	authURL := oc.AuthCodeURL(state, oidc.Nonce(nonce), oauth2.S256ChallengeOption(verifier))
 	if !strings.HasPrefix(authURL, base+"/auth/") {
 		t.Fatalf("authorization endpoint %s is not under /auth", authURL)
@@ -153,10 +153,13 @@ func TestCompanyServiceEndToEnd(t *testing.T) {
 	runCtx, cancelRun := context.WithTimeout(browserCtx, 45*time.Second)
 	defer cancelRun()
 	var loginPage string
-	err = chromedp.Run(runCtx,
+	err = chromedp.Do(runCtx,
 		chromedp.Navigate(authURL),
 		chromedp.WaitVisible(chromedp.ID("password")),
-		chromedp.Location(&loginPage),
+		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) (err error) {
+			loginPage, err = chromedp.Location()(ctx, tg)
+			return err
+		}),
 		chromedp.SendKeys(chromedp.ID("email"), email),
 		chromedp.SendKeys(chromedp.ID("password"), password),
 		chromedp.Click(chromedp.CSS(`form button[type=submit]`)),
@@ -165,8 +168,10 @@ func TestCompanyServiceEndToEnd(t *testing.T) {
 		chromedp.WaitVisible(chromedp.ID("done")),
 	)
 	if err != nil {
-		var page, at string
-		_ = chromedp.Run(runCtx, chromedp.Location(&at), chromedp.Text("body", &page, chromedp.ByQuery))
+		dumpCtx, cancelDump := context.WithTimeout(browserCtx, 5*time.Second)
+		defer cancelDump()
+		at, _ := chromedp.Run(dumpCtx, chromedp.Location())
+		page, _ := chromedp.Run(dumpCtx, chromedp.Text(chromedp.CSS("body")))
 		t.Fatalf("hosted login under /auth: %v (at %s: %q)", err, at, page)
 	}
 	if !strings.HasPrefix(loginPage, base+"/auth/") {
@@ -194,6 +199,13 @@ func TestCompanyServiceEndToEnd(t *testing.T) {
 	}
 	if want := strconv.FormatInt(uid, 10); idToken.Subject != want || idToken.Nonce != nonce {
 		t.Errorf("ID token sub=%q nonce=%q, want %q and %q", idToken.Subject, idToken.Nonce, want, nonce)
+	}
+	var claims struct {
+		Email      string `json:"email"`
+		Department string `json:"department"`
+	}
+	if err := idToken.Claims(&claims); err != nil || claims.Email != email || claims.Department != "research" {
+		t.Errorf("ID token claims email=%q department=%q (%v), want the company's %q and research", claims.Email, claims.Department, err, email)
 	}
 
 	// The company's API serves the token's user.
