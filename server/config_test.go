@@ -172,6 +172,10 @@ func TestServeConfigRejectsBadValues(t *testing.T) {
 		{"unknown log level", nil, map[string]string{"GATEHOUSE_LOG_LEVEL": "loud"}},
 		{"unknown algorithm", []string{"--access-token-alg", "HS256"}, nil},
 		{"demo neither true false nor auto", nil, map[string]string{"GATEHOUSE_DEMO": "maybe"}},
+		{"debug address on every interface", []string{"--debug-addr", ":6060"}, nil},
+		{"debug address not loopback", nil, map[string]string{"GATEHOUSE_DEBUG_ADDR": "0.0.0.0:6060"}},
+		{"debug address of a public host", []string{"--debug-addr", "192.0.2.1:6060"}, nil},
+		{"debug address without a port", []string{"--debug-addr", "127.0.0.1"}, nil},
 		{"unknown flag", []string{"--no-such-flag"}, nil},
 		{"stray argument", []string{"extra"}, nil},
 	}
