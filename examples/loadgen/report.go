@@ -160,7 +160,7 @@ func verdicts(es, rs, node *runResult) []verdict {
 	}
 	login := verdict{Target: "password login ≥ 80/s", Known: es.rate(opLogin) > 0}
 	login.Pass = es.rate(opLogin) >= minLoginsPerSecond
-	login.Text = fmt.Sprintf("%s %s: %.0f/s", passFail(login.Pass), login.Target, es.rate(opLogin))
+	login.Text = fmt.Sprintf("%s %s: %.1f/s", passFail(login.Pass), login.Target, es.rate(opLogin))
 	if !login.Known {
 		login.Text = "UNKNOWN " + login.Target + ": not measured"
 	}
