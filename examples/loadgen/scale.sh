@@ -43,9 +43,9 @@ SELECT rtrim(translate(encode(sha256(('rt' || i)::bytea), 'base64'), '+/', '-_')
        rtrim(translate(encode(sha256(('at' || i)::bytea), 'base64'), '+/', '-_'), '='),
        i % 10 <> 0, t.exp
 FROM generate_series(1, $scale_refresh_tokens) AS i,
-     LATERAL (SELECT (i * 7919) % $scale_users + 1 AS u) AS pick,
+     LATERAL (SELECT (i::bigint * 7919) % $scale_users + 1 AS u) AS pick,
      LATERAL (SELECT pick.u, $(scale_user_id pick.u) AS sub, CASE WHEN i % 2 = 0 THEN 'rp' ELSE 'rp-es256' END AS client,
-                     now() + ((i * 104729) % 4000 / 100.0 - 10) * interval '1 day' AS exp) AS t;
+                     now() + ((i::bigint * 104729) % 4000 / 100.0 - 10) * interval '1 day' AS exp) AS t;
 ANALYZE users;
 ANALYZE refresh_tokens;
 SQL
