@@ -20,7 +20,7 @@ lint:
 # bench: Gatehouse on Postgres and SQLite, then node-oidc-provider, measured operation by
 # operation by one driver (examples/loadgen) and printed side by side with a verdict per
 # target of issue 10; BENCH_* variables tune it (see examples/loadgen/bench.sh). Not part
-# of test: a benchmark, never a timed test. Takes about 7 minutes.
+# of test: a benchmark, never a timed test. Takes about 6 minutes.
 bench:
 	./examples/loadgen/bench.sh
 

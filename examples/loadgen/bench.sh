@@ -132,7 +132,7 @@ gatehouse_run() {
 	if [ ${#profile[@]} -gt 0 ]; then
 		cp "$work/cpu.pprof" "${json%.json}.cpu.pprof"
 		echo "== CPU profile of Gatehouse (Postgres, ES256) during $profile_op, ${profile_seconds}s: ${json%.json}.cpu.pprof"
-		go tool pprof -top -nodecount=25 "$work/gatehouse" "$work/cpu.pprof" 2>/dev/null | head -32
+		go tool pprof -top -cum -nodecount=30 "$work/gatehouse" "$work/cpu.pprof" 2>/dev/null | head -40
 	fi
 }
 
