@@ -26,6 +26,10 @@ type Config struct {
 	Provider provider.Config
 	// LogLevel is the least level logged (--log-level, GATEHOUSE_LOG_LEVEL, default info).
 	LogLevel slog.Level
+	// DebugAddr, when not empty, is the loopback address where net/http/pprof is served on a
+	// listener of its own, apart from the provider (--debug-addr, GATEHOUSE_DEBUG_ADDR,
+	// default off). Only a loopback address is accepted: the profiles are unauthenticated.
+	DebugAddr string
 	// Demo mounts the demo relying party at /demo and makes sure its client exists
 	// (--demo, GATEHOUSE_DEMO). When neither is given it is on exactly when neither the
 	// issuer nor the DSN was configured: the out-of-the-box local run.
@@ -95,6 +99,17 @@ func serveCommand() (c *command, resolve func() (Config, error)) {
 	addPublicAuthFlags(c, &pc.PublicAuth)
 	addSocialFlags(c, &pc.Social)
 	addPermissionFlags(c, &pc.Permissions)
+	c.add("debug-addr", "HOST:PORT", "GATEHOUSE_DEBUG_ADDR", "",
+		"serve net/http/pprof on this loopback address, on a listener of its own (off when empty)",
+		func(v string) error {
+			if v != "" {
+				if err := checkDebugAddr(v); err != nil {
+					return err
+				}
+			}
+			cfg.DebugAddr = v
+			return nil
+		})
 	c.levelVar(&cfg.LogLevel, "log-level", "GATEHOUSE_LOG_LEVEL", slog.LevelInfo, "debug, info, warn or error")
 	var demo string
 	c.add("demo", "", "GATEHOUSE_DEMO", "auto",
