@@ -77,6 +77,8 @@ func serveCommand() (c *command, resolve func() (Config, error)) {
 		"database connections open at once; 0: 25 on Postgres, 8 on SQLite")
 	c.intVar(&pc.DBPool.MaxIdleConns, "db-max-idle-conns", "GATEHOUSE_DB_MAX_IDLE_CONNS",
 		"idle database connections kept for reuse; 0: 10 on Postgres, 8 on SQLite")
+	c.durationVar(&pc.ClientCacheRefresh, "client-cache-refresh", "GATEHOUSE_CLIENT_CACHE_REFRESH", provider.DefaultClientCacheRefresh,
+		"longest time a client change made elsewhere (another replica, the CLI) takes to show here; immediate on Postgres; negative turns the client cache off")
 	c.durationVar(&pc.AuthorizeCodeLifespan, "auth-code-ttl", "GATEHOUSE_AUTH_CODE_TTL", provider.DefaultAuthorizeCodeLifespan, "authorization code lifetime")
 	c.durationVar(&pc.AccessTokenLifespan, "access-token-ttl", "GATEHOUSE_ACCESS_TOKEN_TTL", provider.DefaultAccessTokenLifespan, "access token lifetime")
 	c.durationVar(&pc.IDTokenLifespan, "id-token-ttl", "GATEHOUSE_ID_TOKEN_TTL", provider.DefaultIDTokenLifespan, "ID token lifetime")
