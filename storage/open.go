@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"gorm.io/gorm"
@@ -27,6 +28,8 @@ type Store struct {
 	log     *slog.Logger
 	// ownsPool is true when Open created the pool, which Close then closes.
 	ownsPool bool
+	// accessLifespan bounds the revocation rules' lifetime (CoverAccessTokenLifespan).
+	accessLifespan atomic.Int64
 }
 
 type dialect int
