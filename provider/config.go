@@ -48,6 +48,14 @@ type Config struct {
 	// (see storage.Pool: 25 open connections on Postgres, 8 on SQLite). Ignored when
 	// WithStore is given.
 	DBPool storage.Pool
+	// ClientCacheRefresh bounds how long a client is served from the in-process client
+	// cache before it is read from the database again, so that a change made on another
+	// replica or with the admin CLI takes effect here within it (on Postgres at once: the
+	// provider listens for the notification every client write sends). Changes made through
+	// this provider take effect at once. 0 means DefaultClientCacheRefresh; negative turns
+	// the cache off. Ignored when WithStore is given: the store's own
+	// storage.WithClientCacheRefresh applies.
+	ClientCacheRefresh time.Duration
 	// Secret is the system secret (at least 32 bytes). Client secrets are keyed-hashed
 	// and signing keys encrypted under keys derived from it. Required.
 	Secret []byte
@@ -188,6 +196,7 @@ const (
 	DefaultLoginRequestLifespan  = 30 * time.Minute
 	DefaultAccessTokenAlg        = AlgES256
 	DefaultJanitorInterval       = 10 * time.Minute
+	DefaultClientCacheRefresh    = storage.DefaultClientCacheRefresh
 	DefaultKeyReloadInterval     = time.Minute
 )
 

@@ -90,7 +90,8 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	p := &Provider{cfg: cfg, log: o.logger, now: o.now, random: o.random, store: o.store, claims: o.claims, events: o.emitter()}
 	p.mount, _ = mountpath.Of(cfg.Issuer) // withDefaults checked it
 	if p.store == nil {
-		if p.store, err = storage.Open(ctx, cfg.DSN, storage.WithLogger(o.logger), storage.WithPool(cfg.DBPool)); err != nil {
+		if p.store, err = storage.Open(ctx, cfg.DSN, storage.WithLogger(o.logger), storage.WithPool(cfg.DBPool),
+			storage.WithClientCacheRefresh(cfg.ClientCacheRefresh)); err != nil {
 			return nil, fmt.Errorf("provider: open database: %w", err)
 		}
 		p.ownStore = true
@@ -153,6 +154,8 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	p.stop = stop
 	p.wg.Add(1)
 	go func() { defer p.wg.Done(); p.keys.run(bg) }()
+	p.wg.Add(1)
+	go func() { defer p.wg.Done(); _ = p.store.ListenClientChanges(bg) }()
 	if cfg.JanitorInterval > 0 {
 		p.wg.Add(1)
 		go func() {
@@ -163,10 +166,10 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	return p, nil
 }
 
-// ServeHTTP routes a request to the provider's endpoints and pages. Each request loads a
-// client from the database at most once (storage.WithClientMemo).
+// ServeHTTP routes a request to the provider's endpoints and pages. Each request reads an
+// authorization code or refresh token at most once (storage.WithRequestMemo).
 func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	ctx := p.eventRequest(storage.WithClientMemo(r.Context()), r)
+	ctx := p.eventRequest(storage.WithRequestMemo(r.Context()), r)
 	p.router.ServeHTTP(w, r.WithContext(ctx))
 }
 

@@ -231,7 +231,12 @@ func (s *Service) CreateUser(ctx context.Context, in UserInput) (*User, error) {
 			in.Name = email[:strings.LastIndex(email, "@")]
 		}
 	}
-	return s.createUser(ctx, in)
+	u, err := s.createUser(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	s.events.Emit(ctx, &events.UserRegistered{UserID: u.ID, Email: u.Email, Method: events.MethodOperator})
+	return u, nil
 }
 
 // DeleteUser deletes the account with that id and revokes everything of it in one
@@ -255,7 +260,6 @@ func (s *Service) createUser(ctx context.Context, in UserInput) (*User, error) {
 	if err := s.store.CreateUser(ctx, u); err != nil {
 		return nil, fmt.Errorf("publicauth: create user: %w", err)
 	}
-	s.events.Emit(ctx, &events.UserRegistered{UserID: u.ID, Email: u.Email, Method: events.MethodOperator})
 	return u, nil
 }
 

@@ -26,6 +26,10 @@ type Config struct {
 	Provider provider.Config
 	// LogLevel is the least level logged (--log-level, GATEHOUSE_LOG_LEVEL, default info).
 	LogLevel slog.Level
+	// DebugAddr, when not empty, is the loopback address where net/http/pprof is served on a
+	// listener of its own, apart from the provider (--debug-addr, GATEHOUSE_DEBUG_ADDR,
+	// default off). Only a loopback address is accepted: the profiles are unauthenticated.
+	DebugAddr string
 	// Demo mounts the demo relying party at /demo and makes sure its client exists
 	// (--demo, GATEHOUSE_DEMO). When neither is given it is on exactly when neither the
 	// issuer nor the DSN was configured: the out-of-the-box local run.
@@ -73,6 +77,8 @@ func serveCommand() (c *command, resolve func() (Config, error)) {
 		"database connections open at once; 0: 25 on Postgres, 8 on SQLite")
 	c.intVar(&pc.DBPool.MaxIdleConns, "db-max-idle-conns", "GATEHOUSE_DB_MAX_IDLE_CONNS",
 		"idle database connections kept for reuse; 0: 10 on Postgres, 8 on SQLite")
+	c.durationVar(&pc.ClientCacheRefresh, "client-cache-refresh", "GATEHOUSE_CLIENT_CACHE_REFRESH", provider.DefaultClientCacheRefresh,
+		"longest time a client change made elsewhere (another replica, the CLI) takes to show here; immediate on Postgres; negative turns the client cache off")
 	c.durationVar(&pc.AuthorizeCodeLifespan, "auth-code-ttl", "GATEHOUSE_AUTH_CODE_TTL", provider.DefaultAuthorizeCodeLifespan, "authorization code lifetime")
 	c.durationVar(&pc.AccessTokenLifespan, "access-token-ttl", "GATEHOUSE_ACCESS_TOKEN_TTL", provider.DefaultAccessTokenLifespan, "access token lifetime")
 	c.durationVar(&pc.IDTokenLifespan, "id-token-ttl", "GATEHOUSE_ID_TOKEN_TTL", provider.DefaultIDTokenLifespan, "ID token lifetime")
@@ -95,6 +101,17 @@ func serveCommand() (c *command, resolve func() (Config, error)) {
 	addPublicAuthFlags(c, &pc.PublicAuth)
 	addSocialFlags(c, &pc.Social)
 	addPermissionFlags(c, &pc.Permissions)
+	c.add("debug-addr", "HOST:PORT", "GATEHOUSE_DEBUG_ADDR", "",
+		"serve net/http/pprof on this loopback address, on a listener of its own (off when empty)",
+		func(v string) error {
+			if v != "" {
+				if err := checkDebugAddr(v); err != nil {
+					return err
+				}
+			}
+			cfg.DebugAddr = v
+			return nil
+		})
 	c.levelVar(&cfg.LogLevel, "log-level", "GATEHOUSE_LOG_LEVEL", slog.LevelInfo, "debug, info, warn or error")
 	var demo string
 	c.add("demo", "", "GATEHOUSE_DEMO", "auto",

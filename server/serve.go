@@ -55,6 +55,15 @@ func (c *cli) runServer(ctx context.Context, cfg Config) error {
 			return err
 		}
 	}
+	if cfg.DebugAddr != "" {
+		stopDebug, err := startDebug(cfg.DebugAddr, logger)
+		if err != nil {
+			ln.Close()
+			p.Close()
+			return fmt.Errorf("debug listener: %w", err)
+		}
+		defer stopDebug()
+	}
 	var d *demo
 	if cfg.Demo {
 		d = newDemo(cfg.Provider.Issuer, internalURL(ln.Addr()), logger)

@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/ory/fosite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/gatehouse-id/gatehouse/internal/aftercommit"
 )
 
 func clientToModel(c *Client) *clientModel {
@@ -71,16 +72,34 @@ func (s *Store) CreateClient(ctx context.Context, c *Client) error {
 		}
 		return fmt.Errorf("storage: create client: %w", err)
 	}
+	return s.afterClientWrite(ctx, c.ID)
+}
+
+// afterClientWrite is clientChanged for a write made as one statement (in ctx's
+// transaction, if any): the notification follows it, and a failure to notify is logged, not
+// returned, since the write has happened; other stores then see it within their refresh.
+func (s *Store) afterClientWrite(ctx context.Context, id string) error {
+	if err := s.clientChanged(ctx, s.conn(ctx), id); err != nil {
+		s.log.WarnContext(ctx, "storage: client changed but other replicas were not notified; they see the change within the client cache refresh", "client_id", id, "error", err)
+	}
+	s.clients.invalidate(id)
 	return nil
 }
 
-// ClientByID returns the client with that id, or ErrNotFound. Under a context from
-// WithClientMemo, a client already loaded is returned again without a query.
+// ClientByID returns the client with that id, or ErrNotFound. Outside a transaction it is
+// served from the store's client cache (see WithClientCacheRefresh) when fresh there; inside
+// one it is read from the database, which sees the transaction's own writes. The client
+// returned is the caller's own copy.
 func (s *Store) ClientByID(ctx context.Context, id string) (*Client, error) {
-	memo, _ := ctx.Value(clientMemoKey{}).(*clientMemo)
-	if c := memo.get(id); c != nil {
-		return c, nil
+	inTx := s.txFrom(ctx) != nil
+	var gen uint64
+	if !inTx && s.clients.enabled() {
+		var c *Client
+		if c, gen = s.clients.get(id); c != nil {
+			return c, nil
+		}
 	}
+	loaded := s.now()
 	var m clientModel
 	if err := s.conn(ctx).Take(&m, "id = ?", id).Error; err != nil {
 		if isNotFound(err) {
@@ -89,46 +108,27 @@ func (s *Store) ClientByID(ctx context.Context, id string) (*Client, error) {
 		return nil, fmt.Errorf("storage: get client: %w", err)
 	}
 	c := m.toClient()
-	memo.put(c)
+	if !inTx && s.clients.enabled() {
+		s.clients.put(c, gen, loaded)
+	}
 	return c, nil
 }
 
-type clientMemoKey struct{}
-
-// clientMemo remembers the clients loaded while one context lives.
-type clientMemo struct {
-	mu      sync.Mutex
-	clients map[string]*Client
-}
-
-// WithClientMemo returns a context under which ClientByID and GetClient load each client at
-// most once. fosite loads the client of a token request up to five times (authentication,
-// then once per stored code, PKCE and OpenID Connect row); scoping the memo to one request
-// keeps those queries away without serving a deleted or changed client any longer than the
-// request itself runs.
-func WithClientMemo(ctx context.Context) context.Context {
-	return context.WithValue(ctx, clientMemoKey{}, &clientMemo{})
-}
-
-func (m *clientMemo) get(id string) *Client {
-	if m == nil {
+// clientChanged is called inside the write that changed the client with that id: it drops
+// the client from this store's cache now and once more when the write's transaction
+// commits (a lookup in between may have cached the old row), and on Postgres notifies the
+// stores listening (ListenClientChanges) in the same transaction, so they drop it when it
+// commits. db is the handle the write ran on.
+func (s *Store) clientChanged(ctx context.Context, db *gorm.DB, id string) error {
+	s.clients.invalidate(id)
+	aftercommit.Do(ctx, func(context.Context) { s.clients.invalidate(id) })
+	if s.dialect != dialectPostgres {
 		return nil
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.clients[id]
-}
-
-func (m *clientMemo) put(c *Client) {
-	if m == nil {
-		return
+	if err := db.Exec("SELECT pg_notify(?, ?)", s.clientsChannel(), id).Error; err != nil {
+		return fmt.Errorf("storage: notify client change: %w", err)
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.clients == nil {
-		m.clients = map[string]*Client{}
-	}
-	m.clients[c.ID] = c
+	return nil
 }
 
 // ListClients returns every client, oldest first (ties by id).
@@ -148,7 +148,7 @@ func (s *Store) ListClients(ctx context.Context) ([]*Client, error) {
 // authorization codes, access and refresh tokens, PKCE and OpenID Connect rows, consents and
 // pending authorization requests. It returns ErrNotFound when there is no such client.
 func (s *Store) DeleteClient(ctx context.Context, id string) error {
-	return s.inTx(ctx, func(tx *gorm.DB) error {
+	err := s.inTx(ctx, func(tx *gorm.DB) error {
 		for _, model := range []any{
 			&authorizationCodeModel{}, &accessTokenModel{}, &refreshTokenModel{},
 			&pkceRequestModel{}, &oidcSessionModel{}, &consentModel{}, &authRequestModel{},
@@ -164,8 +164,10 @@ func (s *Store) DeleteClient(ctx context.Context, id string) error {
 		if res.RowsAffected == 0 {
 			return ErrNotFound
 		}
-		return nil
+		return s.clientChanged(ctx, tx, id)
 	})
+	s.clients.invalidate(id)
+	return err
 }
 
 // GetClient returns the client with that id as a fosite.Client (a *Client), or
@@ -230,7 +232,7 @@ func (s *Store) SetClientAssertionJWT(ctx context.Context, jti string, exp time.
 // with the client's registration, so such a code would otherwise still redeem. It returns
 // ErrNotFound when there is no such client.
 func (s *Store) UpdateClient(ctx context.Context, c *Client) error {
-	return s.inTx(ctx, func(tx *gorm.DB) error {
+	err := s.inTx(ctx, func(tx *gorm.DB) error {
 		var old clientModel
 		if err := tx.Take(&old, "id = ?", c.ID).Error; err != nil {
 			if isNotFound(err) {
@@ -247,6 +249,9 @@ func (s *Store) UpdateClient(ctx context.Context, c *Client) error {
 		if err != nil {
 			return fmt.Errorf("storage: update client: %w", err)
 		}
+		if err := s.clientChanged(ctx, tx, c.ID); err != nil {
+			return err
+		}
 		var removed []string
 		for _, uri := range old.RedirectURIs {
 			if !slices.Contains(c.RedirectURIs, uri) {
@@ -258,6 +263,8 @@ func (s *Store) UpdateClient(ctx context.Context, c *Client) error {
 		}
 		return deleteCodesForRedirectURIs(tx, c.ID, removed)
 	})
+	s.clients.invalidate(c.ID)
+	return err
 }
 
 // deleteCodesForRedirectURIs deletes the unused authorization codes of the client whose
@@ -301,5 +308,5 @@ func (s *Store) SetClientSecretHash(ctx context.Context, id string, hash []byte)
 	if res.RowsAffected == 0 {
 		return ErrNotFound
 	}
-	return nil
+	return s.afterClientWrite(ctx, id)
 }

@@ -48,6 +48,17 @@
 // inside the transaction BeginTX put into its context, or on the connection pool when there
 // is none. The domain packages use InTx, which wraps BeginTX, Commit and Rollback and nests
 // through the context. Timestamps are stored in UTC with microsecond precision and read back in UTC.
+//
+// Hot paths are budgeted in round trips (DESIGN.md §6). An authorization code carries its
+// PKCE challenge and OpenID Connect request data on its own row, written in one INSERT at
+// the end of the transaction that creates it; under WithRequestMemo (the provider wraps
+// every request) a code exchange reads that row once, serves fosite's PKCE and OpenID
+// Connect lookups from it and spends it with one conditional update, and a refresh is one
+// read, one conditional update and one insert. Clients are served from an in-process cache
+// (WithClientCacheRefresh) that every client write through the store invalidates; on
+// Postgres, writes also NOTIFY, and ListenClientChanges applies other stores' writes at
+// once.
+//
 // Secrets never reach this package in clear: callers pass hashes (session ids, client
 // secrets), signatures (tokens) and sealed keys; the one raw value fosite hands over, the
 // authorization code keying OpenID Connect sessions, is hashed before it is stored.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/ory/fosite"
-	"gorm.io/gorm"
 )
 
 // CreateRefreshTokenSession stores the request behind a refresh token, keyed by the token's
@@ -27,8 +26,23 @@ func (s *Store) CreateRefreshTokenSession(ctx context.Context, signature string,
 // unmarshalled into session. An inactive (rotated or revoked) token returns the request
 // together with fosite.ErrInactiveToken, which fosite treats as reuse and answers by
 // revoking the whole grant; an unknown token returns fosite.ErrNotFound.
+//
+// Under a context from WithRequestMemo the row is remembered, so RotateRefreshToken can tell
+// a spent token from a missing one without another query.
 func (s *Store) GetRefreshTokenSession(ctx context.Context, signature string, session fosite.Session) (fosite.Requester, error) {
-	return getActiveRequest[refreshTokenModel](ctx, s, "refresh token", signature, session, fosite.ErrInactiveToken)
+	m, err := takeRequestRow[refreshTokenModel](ctx, s, "refresh token", signature)
+	if err != nil {
+		return nil, err
+	}
+	memoFrom(ctx).putRefreshToken(*m)
+	r, err := s.toRequest(ctx, &m.Request, session)
+	if err != nil {
+		return nil, err
+	}
+	if !m.Active {
+		return r, fosite.ErrInactiveToken
+	}
+	return r, nil
 }
 
 // DeleteRefreshTokenSession deletes the refresh token; deleting an unknown token is not an
@@ -40,23 +54,20 @@ func (s *Store) DeleteRefreshTokenSession(ctx context.Context, signature string)
 	return nil
 }
 
-// RotateRefreshToken retires the refresh token being exchanged: it marks the token inactive
-// (kept for reuse detection) and deletes the access token issued with it. The update is
-// conditional on the token being active, so of concurrent rotations of one token exactly one
-// succeeds; the others get fosite.ErrInactiveToken. An unknown token returns
-// fosite.ErrNotFound. The token is found by its signature; requestID is not needed for that.
+// RotateRefreshToken retires the refresh token being exchanged: one conditional update
+// marks it inactive (kept for reuse detection) only while it is active, so of concurrent
+// rotations of one token exactly one succeeds; the others get fosite.ErrInactiveToken. An
+// unknown token returns fosite.ErrNotFound. The access tokens issued before are revoked by
+// the rule the provider records as it stores the new one (access tokens have no rows).
+// fosite calls it inside the transaction that also stores the new tokens; outside one, it
+// opens its own. The token is found by its signature; requestID is not needed for that.
 func (s *Store) RotateRefreshToken(ctx context.Context, requestID string, signature string) error {
-	return s.inTx(ctx, func(tx *gorm.DB) error {
-		if err := deactivate[refreshTokenModel](tx, "rotate refresh token", signature, fosite.ErrInactiveToken); err != nil {
-			return err
-		}
-		err := tx.Exec(s.sql(`DELETE FROM {access_tokens} WHERE signature IN
-			(SELECT access_signature FROM {refresh_tokens} WHERE signature = ?)`), signature).Error
-		if err != nil {
-			return fmt.Errorf("storage: rotate refresh token: delete access token: %w", err)
-		}
-		return nil
-	})
+	if s.txFrom(ctx) == nil {
+		return s.InTx(ctx, func(ctx context.Context) error { return s.RotateRefreshToken(ctx, requestID, signature) })
+	}
+	_, known := memoFrom(ctx).refreshToken(signature)
+	return deactivate[refreshTokenModel](ctx, s, "rotate refresh token", signature, fosite.ErrInactiveToken, known,
+		map[string]any{"active": false})
 }
 
 // RevokeRefreshToken marks every refresh token issued for the request id inactive: the

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/ory/fosite"
-	"gorm.io/gorm"
 )
 
 // codeRetention is how long a row keyed by an authorization code (the code itself, its PKCE
@@ -101,8 +100,13 @@ func (s *Store) toRequest(ctx context.Context, c *requestColumns, session fosite
 // rows) whose key is signature, mapping a missing row to fosite.ErrNotFound as fosite's
 // storage interfaces require; what names the table in errors.
 func takeRequestRow[M any](ctx context.Context, s *Store, what, signature string) (*M, error) {
+	return takeRow[M](ctx, s, what, "signature", signature)
+}
+
+// takeRow is takeRequestRow by any unique column.
+func takeRow[M any](ctx context.Context, s *Store, what, column, key string) (*M, error) {
 	var m M
-	if err := s.conn(ctx).Take(&m, "signature = ?", signature).Error; err != nil {
+	if err := s.conn(ctx).Take(&m, column+" = ?", key).Error; err != nil {
 		if isNotFound(err) {
 			return nil, fosite.ErrNotFound
 		}
@@ -111,48 +115,23 @@ func takeRequestRow[M any](ctx context.Context, s *Store, what, signature string
 	return &m, nil
 }
 
-// activeRow is a row of a table whose requests are invalidated by an active flag rather
-// than deleted (authorization codes, refresh tokens).
-type activeRow[M any] interface {
-	*M
-	// state returns the row's request columns and whether it is still active.
-	state() (*requestColumns, bool)
-}
-
-func (m *authorizationCodeModel) state() (*requestColumns, bool) { return &m.Request, m.Active }
-func (m *refreshTokenModel) state() (*requestColumns, bool)      { return &m.Request, m.Active }
-
-// getActiveRequest returns the request stored under signature in M's table, its session
-// unmarshalled into session. An inactive row returns the request together with inactive
-// (fosite's error for a used code or a rotated token, which makes fosite revoke what it
-// issued); a missing one fosite.ErrNotFound. what names the row in errors.
-func getActiveRequest[M any, P activeRow[M]](ctx context.Context, s *Store, what, signature string, session fosite.Session, inactive error) (fosite.Requester, error) {
-	m, err := takeRequestRow[M](ctx, s, what, signature)
-	if err != nil {
-		return nil, err
-	}
-	cols, active := P(m).state()
-	r, err := s.toRequest(ctx, cols, session)
-	if err != nil {
-		return nil, err
-	}
-	if !active {
-		return r, inactive
-	}
-	return r, nil
-}
-
-// deactivate marks the active row of M with that signature inactive, as one conditional
-// update: of two concurrent callers exactly one succeeds. When no row changed it returns
-// fosite.ErrNotFound for a missing row and inactive (fosite's error for a used code or a
-// rotated token) for one already inactive. what names the operation in errors.
-func deactivate[M any](db *gorm.DB, what, signature string, inactive error) error {
-	res := db.Model(new(M)).Where("signature = ? AND active = ?", signature, true).Update("active", false)
+// deactivate marks the active row of M with that signature inactive, setting the columns
+// of set (active among them), as one conditional update: of two concurrent callers exactly
+// one succeeds. When no row changed it returns inactive (fosite's error for a used code or
+// a rotated token) for a row that exists but is inactive, and fosite.ErrNotFound for a
+// missing one; known says the row exists (this request read it), which spares the query
+// that tells the two apart. what names the operation in errors.
+func deactivate[M any](ctx context.Context, s *Store, what, signature string, inactive error, known bool, set map[string]any) error {
+	db := s.conn(ctx)
+	res := db.Model(new(M)).Where("signature = ? AND active = ?", signature, true).Updates(set)
 	if res.Error != nil {
 		return fmt.Errorf("storage: %s: %w", what, res.Error)
 	}
 	if res.RowsAffected > 0 {
 		return nil
+	}
+	if known {
+		return inactive
 	}
 	var n int64
 	if err := db.Model(new(M)).Where("signature = ?", signature).Count(&n).Error; err != nil {

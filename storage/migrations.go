@@ -30,6 +30,9 @@ func migrations() []migration {
 		{version: 10, name: "revocation rules for stateless access tokens", up: func(tx *gorm.DB, n schemaNames) error {
 			return execAll(tx, n, schemaV10())
 		}},
+		{version: 11, name: "authorization codes carry their PKCE and OpenID Connect request data", up: func(tx *gorm.DB, n schemaNames) error {
+			return execAll(tx, n, schemaV11())
+		}},
 	}
 }
 

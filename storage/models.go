@@ -139,6 +139,12 @@ type requestColumns struct {
 type authorizationCodeModel struct {
 	Request requestColumns `gorm:"embedded"`
 	Active  bool
+	// PKCEForm is the form of the code's PKCE request, nil when it has none (migration 11).
+	PKCEForm *string `gorm:"column:pkce_form"`
+	// OIDCKey is oidcKey of the code, OIDCForm the form of its OpenID Connect request; both
+	// nil when it has none (migration 11).
+	OIDCKey  *string `gorm:"column:oidc_key"`
+	OIDCForm *string `gorm:"column:oidc_form"`
 }
 
 func (authorizationCodeModel) TableName(n schema.Namer) string {

@@ -28,6 +28,8 @@ type Store struct {
 	log     *slog.Logger
 	// ownsPool is true when Open created the pool, which Close then closes.
 	ownsPool bool
+	// clients caches the clients read (WithClientCacheRefresh).
+	clients *clientCache
 	// accessLifespan bounds the revocation rules' lifetime (CoverAccessTokenLifespan).
 	accessLifespan atomic.Int64
 }
@@ -43,10 +45,11 @@ const (
 type Option func(*options)
 
 type options struct {
-	log    *slog.Logger
-	now    func() time.Time
-	prefix string
-	pool   Pool
+	log           *slog.Logger
+	now           func() time.Time
+	prefix        string
+	pool          Pool
+	clientRefresh time.Duration
 }
 
 // WithLogger sends the store's diagnostics to log: SQL statements at debug level (without
@@ -333,7 +336,7 @@ func newStore(dialector gorm.Dialector, d dialect, o options) (*Store, error) {
 	if err := registerUnavailableCallbacks(db); err != nil {
 		return nil, fmt.Errorf("storage: open: %w", err)
 	}
-	return &Store{db: db, dialect: d, names: names, now: o.now, log: o.log}, nil
+	return &Store{db: db, dialect: d, names: names, now: o.now, log: o.log, clients: newClientCache(o.clientRefresh, o.now)}, nil
 }
 
 // createPrivateSQLiteFile creates the database file of an SQLite path with mode 0600 when it

@@ -24,6 +24,24 @@ type txState struct {
 	// savepoint names the savepoint of a nested BeginTX; empty for the outermost one.
 	savepoint string
 	depth     int
+	// pending are the authorization codes created in this transaction (or savepoint) and
+	// not written yet: fosite stores a code, then its OpenID Connect and PKCE data, one call
+	// after another, and all three go into the one INSERT written before the next statement,
+	// the commit or the savepoint's release (see CreateAuthorizeCodeSession).
+	pending []*authorizationCodeModel
+}
+
+// flush writes the pending codes of st in one INSERT.
+func (st *txState) flush(ctx context.Context) error {
+	if len(st.pending) == 0 {
+		return nil
+	}
+	rows := st.pending
+	st.pending = nil
+	if err := st.tx.WithContext(ctx).Create(rows).Error; err != nil {
+		return fmt.Errorf("storage: create authorization code: %w", err)
+	}
+	return nil
 }
 
 func (s *Store) txFrom(ctx context.Context) *txState {
@@ -57,6 +75,9 @@ func (s *Store) txFrom(ctx context.Context) *txState {
 // inside a transaction may leave it aborted (Postgres): roll it back.
 func (s *Store) BeginTX(ctx context.Context) (context.Context, error) {
 	if parent := s.txFrom(ctx); parent != nil {
+		if err := parent.flush(ctx); err != nil {
+			return ctx, err
+		}
 		name := fmt.Sprintf("gatehouse_sp_%d", parent.depth+1)
 		if err := parent.tx.WithContext(ctx).SavePoint(name).Error; err != nil {
 			return ctx, fmt.Errorf("storage: begin nested transaction: %w", err)
@@ -81,6 +102,9 @@ func (s *Store) Commit(ctx context.Context) error {
 	st := s.txFrom(ctx)
 	if st == nil {
 		return errNoTransaction
+	}
+	if err := st.flush(ctx); err != nil {
+		return err
 	}
 	if st.savepoint != "" {
 		if err := st.tx.WithContext(ctx).Exec("RELEASE SAVEPOINT " + st.savepoint).Error; err != nil {
@@ -107,6 +131,7 @@ func (s *Store) Rollback(ctx context.Context) error {
 		return errNoTransaction
 	}
 	aftercommit.Discard(ctx)
+	st.pending = nil
 	if st.savepoint != "" {
 		if err := st.tx.WithContext(ctx).RollbackTo(st.savepoint).Error; err != nil {
 			return fmt.Errorf("storage: rollback to savepoint: %w", err)
@@ -151,10 +176,15 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context) error) er
 }
 
 // conn returns the handle a method runs its statements on: the transaction carried by ctx,
-// or the pool.
+// or the pool. In a transaction it first writes the codes still pending in it, so every
+// statement sees them; a failure to write them is the handle's error.
 func (s *Store) conn(ctx context.Context) *gorm.DB {
 	if st := s.txFrom(ctx); st != nil {
-		return st.tx.WithContext(ctx)
+		db := st.tx.WithContext(ctx)
+		if err := st.flush(ctx); err != nil {
+			_ = db.AddError(err)
+		}
+		return db
 	}
 	return s.db.WithContext(ctx)
 }

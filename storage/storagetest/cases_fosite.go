@@ -39,20 +39,40 @@ func fositeKinds() []fositeKind {
 			del: (*storage.Store).DeleteRefreshTokenSession,
 		},
 		{
-			name:   "pkce request",
-			create: (*storage.Store).CreatePKCERequestSession,
-			get:    (*storage.Store).GetPKCERequestSession,
-			del:    (*storage.Store).DeletePKCERequestSession,
+			name: "pkce request",
+			create: func(s *storage.Store, ctx context.Context, key string, r fosite.Requester) error {
+				if err := ensureCode(s, ctx, key, r); err != nil {
+					return err
+				}
+				return s.CreatePKCERequestSession(ctx, key, r)
+			},
+			get: (*storage.Store).GetPKCERequestSession,
+			del: (*storage.Store).DeletePKCERequestSession,
 		},
 		{
-			name:   "openid connect session",
-			create: (*storage.Store).CreateOpenIDConnectSession,
+			name: "openid connect session",
+			create: func(s *storage.Store, ctx context.Context, code string, r fosite.Requester) error {
+				if err := ensureCode(s, ctx, code, r); err != nil {
+					return err
+				}
+				return s.CreateOpenIDConnectSession(ctx, code, r)
+			},
 			get: func(s *storage.Store, ctx context.Context, code string, session fosite.Session) (fosite.Requester, error) {
 				return s.GetOpenIDConnectSession(ctx, code, &fosite.Request{Session: session})
 			},
 			del: (*storage.Store).DeleteOpenIDConnectSession,
 		},
 	}
+}
+
+// ensureCode creates the authorization code that PKCE and OpenID Connect data belong to
+// (their rows are the code's), keyed by key, unless it exists.
+func ensureCode(s *storage.Store, ctx context.Context, key string, r fosite.Requester) error {
+	_, err := s.GetAuthorizeCodeSession(ctx, key, newSession())
+	if errors.Is(err, fosite.ErrNotFound) {
+		return s.CreateAuthorizeCodeSession(ctx, key, r)
+	}
+	return err
 }
 
 func testFositeRoundTrip(t *testing.T, s *storage.Store) {

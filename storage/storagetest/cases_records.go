@@ -487,22 +487,40 @@ func testSigningKeyRotation(t *testing.T, s *storage.Store) {
 	}
 }
 
-// testClientMemo: under WithClientMemo a client is loaded once for the life of that context
-// (one HTTP request); any other context sees the database as it is.
-func testClientMemo(t *testing.T, s *storage.Store) {
+// testClientCacheLocalWrites: a client served from the store's cache follows every write
+// made through the same store at once, and what a caller does to the client it got never
+// reaches the cache.
+func testClientCacheLocalWrites(t *testing.T, s *storage.Store) {
 	ctx := context.Background()
 	mustCreateClient(t, s, "app")
-	memo := storage.WithClientMemo(ctx)
-	first, err := s.ClientByID(memo, "app")
-	mustNoErr(t, "ClientByID under the memo", err)
-	mustNoErr(t, "DeleteClient", s.DeleteClient(ctx, "app"))
-
-	again, err := s.GetClient(memo, "app")
-	if err != nil || again != first {
-		t.Errorf("GetClient under the same memo after a delete: got %v, %v; want the remembered client", again, err)
+	first, err := s.ClientByID(ctx, "app")
+	mustNoErr(t, "ClientByID", err)
+	first.Name, first.Scopes[0] = "changed by the caller", "changed"
+	again, err := s.ClientByID(ctx, "app")
+	mustNoErr(t, "ClientByID again", err)
+	if again.Name == first.Name || again.Scopes[0] == "changed" {
+		t.Errorf("ClientByID after the caller changed its copy: got %+v, want the stored client", again)
 	}
-	_, err = s.ClientByID(ctx, "app")
-	checkErr(t, "ClientByID without a memo after the delete", err, storage.ErrNotFound)
-	_, err = s.GetClient(storage.WithClientMemo(ctx), "app")
-	checkErr(t, "GetClient under a fresh memo after the delete", err, fosite.ErrNotFound)
+
+	again.Name = "Renamed"
+	mustNoErr(t, "UpdateClient", s.UpdateClient(ctx, again))
+	got, err := s.ClientByID(ctx, "app")
+	mustNoErr(t, "ClientByID after UpdateClient", err)
+	if got.Name != "Renamed" {
+		t.Errorf("ClientByID after UpdateClient: got name %q, want %q", got.Name, "Renamed")
+	}
+
+	mustNoErr(t, "SetClientSecretHash", s.SetClientSecretHash(ctx, "app", []byte("new-hash")))
+	fc, err := s.GetClient(ctx, "app")
+	mustNoErr(t, "GetClient after SetClientSecretHash", err)
+	if string(fc.GetHashedSecret()) != "new-hash" {
+		t.Errorf("GetClient after SetClientSecretHash: got hash %q, want the new one", fc.GetHashedSecret())
+	}
+
+	mustNoErr(t, "DeleteClient", s.DeleteClient(ctx, "app"))
+	_, err = s.GetClient(ctx, "app")
+	checkErr(t, "GetClient after DeleteClient", err, fosite.ErrNotFound)
+	mustCreateClient(t, s, "app")
+	_, err = s.GetClient(ctx, "app")
+	checkErr(t, "GetClient after re-creating it", err, nil)
 }

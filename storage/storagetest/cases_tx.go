@@ -286,8 +286,9 @@ func seedExpiringRows(t *testing.T, s *storage.Store) (expired []string, live st
 	return expired, live
 }
 
-// expiringTablesSeeded is how many tables seedExpiringRows fills per key.
-const expiringTablesSeeded = 8
+// expiringTablesSeeded is how many tables seedExpiringRows fills per key: the PKCE and
+// OpenID Connect data of a code live on the code's row.
+const expiringTablesSeeded = 6
 
 // checkRowsExist checks whether every row seedExpiringRows created under key exists.
 func checkRowsExist(t *testing.T, s *storage.Store, key string, want bool) {

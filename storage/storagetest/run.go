@@ -37,7 +37,7 @@ func Run(t *testing.T, open func(t *testing.T) *storage.Store) {
 		{"ConcurrentCreateUser", testConcurrentCreateUser},
 		{"SigningKeyRotation", testSigningKeyRotation},
 		{"DeleteClientCascades", testDeleteClientCascade},
-		{"ClientMemo", testClientMemo},
+		{"ClientCacheLocalWrites", testClientCacheLocalWrites},
 		{"RevokeTokensOf", testRevokeTokensOf},
 		{"RevokeUserGrants", testRevokeUserGrants},
 	}
