@@ -49,7 +49,8 @@ type AccessToken struct {
 	// grant) and false for a client_credentials token, which speaks for the client itself.
 	UserBound bool
 	// Claims are the JWT's claims as issued (iss, sub, aud, client_id, scope, exp, iat, jti,
-	// and auth_time for a user token); whole numbers such as exp are int64.
+	// auth_time for a user token, and the private gid and iat_us: the grant and the issue
+	// time in microseconds); whole numbers such as exp are int64.
 	Claims map[string]any
 }
 
