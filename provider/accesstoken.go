@@ -10,12 +10,14 @@ import (
 	"github.com/ory/fosite"
 	"github.com/ory/fosite/handler/oauth2"
 	"github.com/ory/fosite/token/jwt"
+
+	"github.com/gatehouse-id/gatehouse/storage"
 )
 
 // tokenStrategy issues JWT access tokens (RFC 9068) and delegates authorization codes and
 // refresh tokens to fosite's HMAC strategy (opaque values; storage keeps their signatures).
-// A JWT access token is also stored by its signature, so revocation and introspection stay
-// stateful: a revoked token is refused even though its signature still verifies.
+// A JWT access token is stateless: no row is stored for it. It is valid while its signature
+// and expiry check out and no revocation rule matches it (accessTokenVerifier).
 type tokenStrategy struct {
 	*oauth2.HMACSHAStrategyUnPrefixed
 	signer   *jwtSigner
@@ -33,9 +35,24 @@ func (s *tokenStrategy) AccessTokenSignature(_ context.Context, token string) st
 	return ""
 }
 
+// Private claims of Gatehouse's access tokens (RFC 7519 §4.3). A claim WithClaims returns
+// under one of these names is dropped, as for every claim the token sets itself.
+const (
+	// claimGrantID is the grant the token was issued for: fosite's request id, shared by
+	// the tokens of one authorization and its refreshes (a client_credentials token is a
+	// grant of its own). A revocation rule on the grant matches it.
+	claimGrantID = "gid"
+	// claimIssuedMicros is the issue time in microseconds since the Unix epoch. iat has
+	// whole seconds only; this tells a token issued just before a revocation rule from one
+	// issued just after it in the same second.
+	claimIssuedMicros = "iat_us"
+)
+
 // GenerateAccessToken signs the RFC 9068 claims: iss, sub (the user, or the client for
 // client_credentials), aud, client_id, scope, exp, iat, jti, and auth_time for user tokens;
-// and the claims WithClaims gave the request (withTokenClaims), which never replace those.
+// the private claims gid (the grant) and iat_us (the issue time to the microsecond); and
+// the claims WithClaims gave the request (withTokenClaims), which never replace those. It
+// records the issue time on the session, for the rule a refresh adds (refreshStore).
 func (s *tokenStrategy) GenerateAccessToken(ctx context.Context, r fosite.Requester) (string, string, error) {
 	sess, ok := r.GetSession().(*Session)
 	if !ok {
@@ -56,7 +73,11 @@ func (s *tokenStrategy) GenerateAccessToken(ctx context.Context, r fosite.Reques
 		"exp":       exp.Unix(),
 		"iat":       now.Unix(),
 		"jti":       uuid.NewString(),
+
+		claimGrantID:      r.GetID(),
+		claimIssuedMicros: now.UnixMicro(),
 	}
+	sess.accessIssuedAt = now
 	if sess.UserBound && !sess.IDTokenClaims().AuthTime.IsZero() {
 		claims["auth_time"] = sess.IDTokenClaims().AuthTime.Unix()
 	}
@@ -100,17 +121,27 @@ func tokenAudience(r fosite.Requester) []string {
 	return []string{r.GetClient().GetID()}
 }
 
-// ValidateAccessToken checks the signature and expiry; the caller (fosite's CoreValidator)
-// has already found the token's row, so a revoked token never gets here.
-func (s *tokenStrategy) ValidateAccessToken(_ context.Context, _ fosite.Requester, token string) error {
-	_, err := s.signer.keys.parse(token)
-	var ve *jwt.ValidationError
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &ve) && ve.Has(jwt.ValidationErrorExpired):
-		return fosite.ErrTokenExpired.WithWrap(err)
-	default:
-		return fosite.ErrTokenSignatureMismatch.WithWrap(err)
+// ValidateAccessToken refuses every token: fosite's CoreValidator calls it only for a token
+// it found in storage, and no access token is stored. Access tokens are checked by
+// accessTokenVerifier instead.
+func (s *tokenStrategy) ValidateAccessToken(context.Context, fosite.Requester, string) error {
+	return fosite.ErrRequestUnauthorized.WithHint("Access tokens are verified from the JWT.")
+}
+
+// refreshStore is the store of fosite's refresh_token grant. A refresh revokes the access
+// tokens the grant issued before (fosite's contract, RFC 9700 §4.14.2): as the new token is
+// stored, it records a rule on the grant for the tokens issued before the new one, which
+// the rule spares, however close in time.
+type refreshStore struct {
+	fositeStore
+	store *storage.Store
+}
+
+// CreateAccessTokenSession records the rule; the token itself is not stored.
+func (s refreshStore) CreateAccessTokenSession(ctx context.Context, signature string, r fosite.Requester) error {
+	sess, ok := r.GetSession().(*Session)
+	if !ok || sess.accessIssuedAt.IsZero() {
+		return errors.New("refresh: the access token's issue time is unknown")
 	}
+	return s.store.RevokeGrantAccessTokensBefore(ctx, r.GetID(), sess.accessIssuedAt)
 }

@@ -166,7 +166,7 @@ func WithClaims(fn func(ctx context.Context, r ClaimsRequest) (map[string]any, e
 var ReservedClaims = []string{
 	"iss", "sub", "aud", "exp", "iat", "nbf", "jti", "auth_time", "nonce", "acr", "amr", "azp",
 	"at_hash", "c_hash", "s_hash", "sid", "scope", "client_id", "cnf", "act", "may_act", "rat",
-	"email", "email_verified", "name", "updated_at",
+	"email", "email_verified", "name", "updated_at", claimGrantID, claimIssuedMicros,
 }
 
 // addClaims copies extra into dst, leaving out every reserved claim; each one left out is

@@ -79,7 +79,8 @@ type Config struct {
 	// (30 minutes).
 	LoginRequestLifespan time.Duration
 
-	// AccessTokenAlg is the JWS algorithm of access tokens: AlgRS256 (default) or AlgES256.
+	// AccessTokenAlg is the JWS algorithm of access tokens: AlgES256 (default: an ECDSA
+	// P-256 signature costs a fraction of an RSA one) or AlgRS256.
 	AccessTokenAlg string
 	// AllowConfidentialWithoutPKCE relaxes the PKCE requirement for confidential clients.
 	// Default false: every authorization request must carry an S256 code_challenge.
@@ -193,7 +194,7 @@ const (
 	DefaultIDTokenLifespan       = time.Hour
 	DefaultRefreshTokenLifespan  = 30 * 24 * time.Hour
 	DefaultLoginRequestLifespan  = 30 * time.Minute
-	DefaultAccessTokenAlg        = AlgRS256
+	DefaultAccessTokenAlg        = AlgES256
 	DefaultJanitorInterval       = 10 * time.Minute
 	DefaultClientCacheRefresh    = storage.DefaultClientCacheRefresh
 	DefaultKeyReloadInterval     = time.Minute

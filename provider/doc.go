@@ -13,9 +13,10 @@
 // New assembles ory/fosite from typed handlers — authorization code with PKCE (S256 only),
 // refresh token rotation with reuse detection, client credentials, revocation (RFC 7009),
 // introspection (RFC 7662) and OpenID Connect — over the GORM storage of package storage,
-// with JWT access tokens (RFC 9068) and ID tokens signed by keys it creates, encrypts under
-// the system secret and rotates (RotateKeys). It serves RP-initiated logout, discovery and
-// JWKS, and mounts the hosted pages of package ui (login with password, magic link and
+// with stateless JWT access tokens (RFC 9068, ES256 by default; no row per token, revoked
+// by rules the storage checks in one query) and ID tokens signed by keys it creates,
+// encrypts under the system secret and rotates (RotateKeys). It serves RP-initiated logout,
+// discovery and JWKS, and mounts the hosted pages of package ui (login with password, magic link and
 // social buttons, registration, PIN, password reset, consent, the browser links of mail),
 // which continue the OAuth flow through the provider's ui.Host, the public authentication
 // API of package publicauth, the social and upstream login of package social and the

@@ -154,14 +154,6 @@ func (s eventStore) GetRefreshTokenSession(ctx context.Context, signature string
 	return r, err
 }
 
-// GetAccessTokenSession records an active token's grant.
-func (s eventStore) GetAccessTokenSession(ctx context.Context, signature string, session fosite.Session) (fosite.Requester, error) {
-	w, session := watching(ctx, session)
-	r, err := s.Store.GetAccessTokenSession(ctx, signature, session)
-	w.see(r, err, events.KindAccessToken, nil, "")
-	return r, err
-}
-
 // GetAuthorizeCodeSession records a spent code's grant.
 func (s eventStore) GetAuthorizeCodeSession(ctx context.Context, signature string, session fosite.Session) (fosite.Requester, error) {
 	w, session := watching(ctx, session)

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"errors"
 	"net/http"
 	"slices"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"github.com/ory/fosite"
 
 	"github.com/gatehouse-id/gatehouse/internal/httpjson"
+	"github.com/gatehouse-id/gatehouse/publicauth"
 	"github.com/gatehouse-id/gatehouse/storage"
 )
 
@@ -34,17 +36,69 @@ func (p *Provider) introspect(w http.ResponseWriter, r *http.Request) {
 		p.introspectionError(w, r, err)
 		return
 	}
-	use, ar, err := p.oauth.IntrospectToken(ctx, r.PostForm.Get("token"), fosite.TokenUse(r.PostForm.Get("token_type_hint")), newSession())
+	token := r.PostForm.Get("token")
+	if looksLikeJWT(token) {
+		p.introspectAccessToken(w, r, caller, token)
+		return
+	}
+	// A refresh token: fosite finds its row.
+	use, ar, err := p.oauth.IntrospectToken(ctx, token, fosite.RefreshToken, newSession())
 	if httpjson.Unavailable(err) {
 		p.introspectionError(w, r, err)
 		return
 	}
 	session, _ := sessionOf(ar)
-	if err != nil || session == nil || p.expired(session, use) || !mayIntrospect(caller, ar) {
-		httpjson.Write(w, http.StatusOK, map[string]bool{"active": false})
+	if err != nil || session == nil || use != fosite.RefreshToken || p.expired(session, use) ||
+		!mayIntrospect(caller, ar.GetClient().GetID(), tokenAudience(ar)) {
+		httpjson.Write(w, http.StatusOK, inactive)
 		return
 	}
 	httpjson.Write(w, http.StatusOK, p.introspection(use, ar, session))
+}
+
+// inactive is the answer for a token the caller may not know about (RFC 7662 §2.2).
+var inactive = map[string]bool{"active": false}
+
+// introspectAccessToken answers for an access token: the claims VerifyAccessToken accepted,
+// read from the token itself, and username (the user's email, read fresh) when the email
+// scope was granted.
+func (p *Provider) introspectAccessToken(w http.ResponseWriter, r *http.Request, caller fosite.Client, token string) {
+	at, err := p.VerifyAccessToken(r.Context(), token)
+	if errors.Is(err, ErrUnavailable) {
+		p.introspectionError(w, r, fosite.ErrTemporarilyUnavailable.WithWrap(err).WithDebug(err.Error()))
+		return
+	}
+	if err != nil || !mayIntrospect(caller, at.ClientID, at.Audience) {
+		httpjson.Write(w, http.StatusOK, inactive)
+		return
+	}
+	resp := map[string]any{
+		"active":     true,
+		"iss":        p.cfg.Issuer,
+		"client_id":  at.ClientID,
+		"aud":        audienceClaim(at.Audience),
+		"sub":        at.Subject,
+		"token_type": "Bearer",
+		"iat":        at.IssuedAt.Unix(),
+		"exp":        at.ExpiresAt.Unix(),
+	}
+	if len(at.Scopes) > 0 {
+		resp["scope"] = strings.Join(at.Scopes, " ")
+	}
+	if at.UserBound && slices.Contains(at.Scopes, "email") {
+		user, err := p.auth.UserByID(r.Context(), at.Subject)
+		switch {
+		case errors.Is(err, publicauth.ErrUserNotFound):
+			httpjson.Write(w, http.StatusOK, inactive)
+			return
+		case err != nil:
+			p.introspectionError(w, r, fosite.ErrServerError.WithWrap(err).WithDebug(err.Error()))
+			return
+		case user.Email != "":
+			resp["username"] = user.Email
+		}
+	}
+	httpjson.Write(w, http.StatusOK, resp)
 }
 
 // introspectionError answers a request the endpoint refused, in the RFC 6749 shape.
@@ -54,18 +108,19 @@ func (p *Provider) introspectionError(w http.ResponseWriter, r *http.Request, er
 	p.oauth.WriteAccessError(r.Context(), w, nil, err)
 }
 
-// mayIntrospect reports whether caller may see the token of grant ar: its own, or, for a
-// resource server, one whose audience names it.
-func mayIntrospect(caller fosite.Client, ar fosite.Requester) bool {
-	if ar.GetClient().GetID() == caller.GetID() {
+// mayIntrospect reports whether caller may see a token issued to clientID for audience:
+// its own, or, for a resource server, one whose audience names it.
+func mayIntrospect(caller fosite.Client, clientID string, audience []string) bool {
+	if clientID == caller.GetID() {
 		return true
 	}
 	c, ok := caller.(*storage.Client)
-	return ok && c.ResourceServer && slices.Contains(tokenAudience(ar), c.ID)
+	return ok && c.ResourceServer && slices.Contains(audience, c.ID)
 }
 
-// introspection is the RFC 7662 answer for an active token. username (the user's email) is
-// there only when the email scope was granted: the client could not learn it otherwise.
+// introspection is the RFC 7662 answer for an active refresh token. username (the user's
+// email) is there only when the email scope was granted: the client could not learn it
+// otherwise.
 func (p *Provider) introspection(use fosite.TokenUse, ar fosite.Requester, session *Session) map[string]any {
 	resp := map[string]any{
 		"active":    true,
@@ -81,9 +136,6 @@ func (p *Provider) introspection(use fosite.TokenUse, ar fosite.Requester, sessi
 	}
 	if ar.GetGrantedScopes().Has("email") && session.GetUsername() != "" {
 		resp["username"] = session.GetUsername()
-	}
-	if use == fosite.AccessToken {
-		resp["token_type"] = "Bearer"
 	}
 	if iat := ar.GetRequestedAt(); !iat.IsZero() {
 		resp["iat"] = iat.Unix()

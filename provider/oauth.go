@@ -9,6 +9,7 @@ import (
 	"github.com/ory/fosite/handler/oauth2"
 	"github.com/ory/fosite/handler/openid"
 	"github.com/ory/fosite/handler/pkce"
+	fositestorage "github.com/ory/fosite/storage"
 	"github.com/ory/fosite/token/hmac"
 
 	"github.com/gatehouse-id/gatehouse/storage"
@@ -58,12 +59,17 @@ type fositeStore interface {
 	oauth2.TokenRevocationStorage
 	openid.OpenIDConnectRequestStorage
 	pkce.PKCERequestStorage
+	// fosite begins its transactions through this (storage.MaybeBeginTx); the refresh
+	// grant's refreshStore must keep it.
+	fositestorage.Transactional
 }
 
 // newOAuth2Provider assembles fosite from typed handlers: authorization code (with PKCE and
 // OpenID Connect), refresh token, client credentials, introspection and revocation. Nothing
-// else is enabled — no implicit or hybrid flow, no password grant.
-func newOAuth2Provider(cfg Config, store fositeStore, keys *keySet, now func() time.Time) (*fosite.Fosite, *jwtSigner) {
+// else is enabled — no implicit or hybrid flow, no password grant. Access tokens are
+// stateless: access verifies them, for the revocation endpoint among others.
+func newOAuth2Provider(cfg Config, store fositeStore, access *accessTokenVerifier) (*fosite.Fosite, *jwtSigner) {
+	keys, now := access.keys, access.now
 	fc := &fosite.Config{
 		AccessTokenLifespan:            cfg.AccessTokenLifespan,
 		RefreshTokenLifespan:           cfg.RefreshTokenLifespan,
@@ -112,7 +118,7 @@ func newOAuth2Provider(cfg Config, store fositeStore, keys *keySet, now func() t
 	refresh := &oauth2.RefreshTokenGrantHandler{
 		AccessTokenStrategy:    tokens,
 		RefreshTokenStrategy:   tokens,
-		TokenRevocationStorage: store,
+		TokenRevocationStorage: refreshStore{fositeStore: store, store: access.store},
 		Config:                 fc,
 	}
 	clientCredentials := &oauth2.ClientCredentialsGrantHandler{
@@ -128,11 +134,11 @@ func newOAuth2Provider(cfg Config, store fositeStore, keys *keySet, now func() t
 	oidcRefresh := &openid.OpenIDConnectRefreshHandler{IDTokenHandleHelper: idTokens, Config: fc}
 	pkceHandler := &pkce.Handler{AuthorizeCodeStrategy: tokens, Storage: store, Config: fc}
 	introspection := &oauth2.CoreValidator{CoreStrategy: tokens, CoreStorage: store, Config: fc}
-	revocation := &oauth2.TokenRevocationHandler{
+	revocation := &revocationHandler{access: access, refresh: &oauth2.TokenRevocationHandler{
 		TokenRevocationStorage: store,
 		RefreshTokenStrategy:   tokens,
 		AccessTokenStrategy:    tokens,
-	}
+	}}
 
 	// The order follows fosite's compose: grant handlers first, OpenID Connect next, PKCE last.
 	fc.AuthorizeEndpointHandlers = fosite.AuthorizeEndpointHandlers{code, oidcCode, pkceHandler}

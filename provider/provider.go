@@ -40,6 +40,7 @@ type Provider struct {
 	events   *events.Emitter // nil without WithEvents
 
 	keys     *keySet
+	verifier *accessTokenVerifier
 	oauth    *fosite.Fosite
 	idSigner *jwtSigner
 	auth     *publicauth.Service
@@ -127,7 +128,10 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	if err := p.keys.ensure(ctx); err != nil {
 		return fail(fmt.Errorf("provider: signing keys: %w", err))
 	}
-	p.oauth, p.idSigner = newOAuth2Provider(cfg, p.fositeStore(), p.keys, o.now)
+	// Revocation rules must outlive the longest access token issued before them.
+	p.store.CoverAccessTokenLifespan(cfg.AccessTokenLifespan)
+	p.verifier = &accessTokenVerifier{keys: p.keys, store: p.store, issuer: cfg.Issuer, now: o.now}
+	p.oauth, p.idSigner = newOAuth2Provider(cfg, p.fositeStore(), p.verifier)
 
 	if p.limiter, p.closeLimiter, err = newLimiter(cfg.PublicAuth, o); err != nil {
 		return fail(err)

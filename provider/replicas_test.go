@@ -103,7 +103,7 @@ func TestReplicasShareRotatedKeys(t *testing.T) {
 		rotatedAt := time.Now()
 		var newKID string
 		for _, k := range infos {
-			if k.RetiredAt == nil && k.Algorithm == provider.AlgRS256 {
+			if k.RetiredAt == nil && k.Algorithm == provider.DefaultAccessTokenAlg {
 				newKID = k.KID
 			}
 		}
@@ -124,6 +124,92 @@ func TestReplicasShareRotatedKeys(t *testing.T) {
 		time.Sleep(time.Until(rotatedAt.Add(1600 * time.Millisecond)))
 		if tok, kid := token(); kid != newKID || !activeAtB(tok) {
 			t.Errorf("after activation: A signed with %q (want the new %q); B accepts it: %v", kid, newKID, activeAtB(tok))
+		}
+	})
+}
+
+// TestReplicasShareRevocation: access tokens are stateless, yet a revocation made on one
+// replica holds at once on another sharing the database: replica B refuses, in its very
+// next request, a token replica A issued and then revoked, whether at the revocation
+// endpoint or by a rule on the token's subject and client.
+func TestReplicasShareRevocation(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
+		ctx := context.Background()
+		store := b.Open(t)
+		secret := strings.Repeat("s", 32)
+		replica := func() (*httptest.Server, *provider.Provider) {
+			p, err := provider.New(provider.Config{Issuer: "https://login.example", Secret: testSecret, JanitorInterval: -1},
+				provider.WithStore(store), provider.WithLogger(discardLogger()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(p)
+			t.Cleanup(func() { srv.Close(); _ = p.Close() })
+			if _, err := p.CreateClient(ctx, provider.ClientSpec{ID: "svc", Secret: secret,
+				GrantTypes: []string{"client_credentials"}}); err != nil && !strings.Contains(err.Error(), "exists") {
+				t.Fatal(err)
+			}
+			return srv, p
+		}
+		a, _ := replica()
+		bSrv, bProvider := replica()
+		post := func(srv *httptest.Server, path string, form url.Values) map[string]any {
+			t.Helper()
+			req, _ := http.NewRequest(http.MethodPost, srv.URL+path, strings.NewReader(form.Encode()))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.SetBasicAuth("svc", secret)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("%s: status %d", path, resp.StatusCode)
+			}
+			out := map[string]any{}
+			_ = json.NewDecoder(resp.Body).Decode(&out)
+			return out
+		}
+		tokenFromA := func() string {
+			t.Helper()
+			tok, _ := post(a, "/api/oauth/token", url.Values{"grant_type": {"client_credentials"}})["access_token"].(string)
+			if tok == "" {
+				t.Fatal("no access token from replica A")
+			}
+			return tok
+		}
+		activeAtB := func(tok string) bool {
+			t.Helper()
+			_, err := bProvider.VerifyAccessToken(ctx, tok)
+			active := post(bSrv, "/api/oauth/introspect", url.Values{"token": {tok}})["active"] == true
+			if active != (err == nil) {
+				t.Errorf("B's introspection says active %v, its VerifyAccessToken %v", active, err)
+			}
+			return active
+		}
+
+		revoked, kept := tokenFromA(), tokenFromA()
+		if !activeAtB(revoked) || !activeAtB(kept) {
+			t.Fatal("B refuses A's fresh tokens")
+		}
+		post(a, "/api/oauth/revoke", url.Values{"token": {revoked}})
+		if activeAtB(revoked) {
+			t.Error("B accepts a token revoked at A's revocation endpoint")
+		}
+		if !activeAtB(kept) {
+			t.Error("B refuses A's other token")
+		}
+
+		// A client token's subject is its client: a rule on (subject, client) covers it.
+		if err := store.RevokeTokensOf(ctx, "svc", "svc"); err != nil {
+			t.Fatal(err)
+		}
+		if activeAtB(kept) {
+			t.Error("B accepts a token revoked by a (subject, client) rule")
+		}
+		if fresh := tokenFromA(); !activeAtB(fresh) {
+			t.Error("B refuses a token A issued after the rule")
 		}
 	})
 }

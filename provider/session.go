@@ -19,6 +19,9 @@ type Session struct {
 	// UserBound is true for tokens issued on behalf of a user (authorization_code and
 	// refresh_token grants) and false for client tokens (client_credentials).
 	UserBound bool `json:"user_bound"`
+	// accessIssuedAt is when the access token being issued with this session was signed,
+	// to the microsecond; it is not stored (refreshStore reads it in the same request).
+	accessIssuedAt time.Time
 }
 
 // newSession returns an empty session, the prototype fosite fills from storage.

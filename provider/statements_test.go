@@ -54,26 +54,24 @@ func (l *statementLog) during(fn func()) []string {
 
 // statementBudget is the number of SQL statements each hot operation may run once the
 // clients it uses are cached (BEGIN and COMMIT not counted), as DESIGN.md §6 budgets them.
-// Stateless access tokens (issue 10) remove the access-token statements counted below:
-// then client_credentials is 0, the code exchange 3, the refresh 3, introspection and
-// userinfo their revocation-rule query (+ the user row).
+// Access tokens are stateless: no statement stores or reads one.
 var statementBudget = []struct {
 	op   string
 	want int
 }{
 	// The session read and the code insert (PKCE and OpenID Connect data on the code row).
 	{"authorize with a session", 2},
-	// The code read, its conditional invalidation, the access-token insert (stateless: gone)
-	// and the refresh-token insert.
-	{"code exchange", 4},
-	// The token read, its conditional rotation, the delete of the access token issued with
-	// it and the access-token insert (stateless: both gone), the new refresh-token insert.
-	{"refresh", 5},
-	// The access-token insert (stateless: gone, leaving 0).
-	{"client_credentials", 1},
-	// The access-token read (stateless: the revocation-rule query).
-	{"introspection", 1},
-	// The access-token read (stateless: the revocation-rule query) and the user.
+	// The code read, its conditional invalidation and the refresh-token insert.
+	{"code exchange", 3},
+	// The token read, its conditional rotation, the rule revoking the grant's earlier access
+	// tokens (DESIGN.md §3) and the new refresh-token insert.
+	{"refresh", 4},
+	// Nothing: the client is cached and the token stateless.
+	{"client_credentials", 0},
+	// The revocation-rule query, and the user's email for username: the token measured
+	// carries the email scope (without it, the rule query alone).
+	{"introspection", 2},
+	// The revocation-rule query and the user.
 	{"userinfo", 2},
 }
 

@@ -1,12 +1,15 @@
 package provider
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"slices"
 
 	"github.com/ory/fosite"
+	"github.com/ory/fosite/handler/oauth2"
 
+	"github.com/gatehouse-id/gatehouse/events"
 	"github.com/gatehouse-id/gatehouse/internal/httpjson"
 	"github.com/gatehouse-id/gatehouse/publicauth"
 )
@@ -84,9 +87,9 @@ func (p *Provider) accessError(w http.ResponseWriter, r *http.Request, ar fosite
 	p.oauth.WriteAccessError(r.Context(), w, ar, err)
 }
 
-// revoke is the revocation endpoint (RFC 7009). A client may revoke only its own tokens;
-// revoking a refresh token also revokes the access tokens of its grant. An unknown token is
-// answered 200, as §2.2 requires.
+// revoke is the revocation endpoint (RFC 7009). A client may revoke only its own tokens
+// (revocationHandler); revoking a refresh token also revokes the access tokens of its
+// grant. An unknown token is answered 200, as §2.2 requires.
 func (p *Provider) revoke(w http.ResponseWriter, r *http.Request) {
 	ctx, watch := p.watchGrant(r.Context())
 	err := asTemporarilyUnavailable(p.oauth.NewRevocationRequest(ctx, r))
@@ -102,6 +105,43 @@ func (p *Provider) revoke(w http.ResponseWriter, r *http.Request) {
 		p.events.Emit(ctx, e)
 	}
 	p.oauth.WriteRevocationResponse(r.Context(), w, nil)
+}
+
+// revocationHandler is the revocation endpoint's fosite handler. An access token (a JWT) is
+// verified and revoked alone, by a rule on its jti, when the requesting client is the one
+// it was issued to (another client's is unauthorized_client, RFC 7009 §2.1). An expired,
+// revoked or foreign-signed JWT is nothing to revoke. Any other token goes to fosite's
+// handler, which revokes a refresh token's whole grant: its refresh tokens and, by a rule
+// on the grant, its access tokens.
+type revocationHandler struct {
+	access  *accessTokenVerifier
+	refresh *oauth2.TokenRevocationHandler
+}
+
+var _ fosite.RevocationHandler = (*revocationHandler)(nil)
+
+func (h *revocationHandler) RevokeToken(ctx context.Context, token string, use fosite.TokenType, client fosite.Client) error {
+	if !looksLikeJWT(token) {
+		return h.refresh.RevokeToken(ctx, token, use, client)
+	}
+	at, ref, err := h.access.verify(ctx, token)
+	switch {
+	case errors.Is(err, ErrUnavailable):
+		return fosite.ErrTemporarilyUnavailable.WithWrap(err).WithDebug(err.Error())
+	case err != nil:
+		return nil
+	case at.ClientID != client.GetID():
+		return fosite.ErrUnauthorizedClient
+	}
+	if err := h.access.store.RevokeAccessTokenID(ctx, ref.JTI, at.ExpiresAt); err != nil {
+		return fosite.ErrTemporarilyUnavailable.WithWrap(err).WithDebug(err.Error())
+	}
+	if w, _ := ctx.Value(grantWatchKey{}).(*grantWatch); w != nil {
+		session := newSession()
+		session.Subject = at.Subject
+		w.found, w.kind = &fosite.Request{ID: ref.GrantID, Client: client, Session: session}, events.KindAccessToken
+	}
+	return nil
 }
 
 // userinfo is the UserInfo endpoint (OpenID Connect Core §5.3): GET or POST, the access

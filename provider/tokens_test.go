@@ -203,9 +203,16 @@ func TestKeyRotation(t *testing.T) {
 			if time.Since(rotatedAt) >= reload*3/2 {
 				t.Skip("the machine was too slow to sign in before the activation")
 			}
-			for name, raw := range map[string]string{"ID token": now.rawIDToken, "access token": now.AccessToken} {
-				if h, _ := decodeJWT(t, raw); h["kid"] != oldKID {
-					t.Errorf("%s kid: got %v, want the old %q until the new key has been published everywhere", name, h["kid"], oldKID)
+			// Access tokens are ES256 by default: their key is another than the ID token's.
+			oldAccessHeader, _ := decodeJWT(t, before.AccessToken)
+			for name, c := range map[string]struct {
+				raw string
+				old any
+			}{
+				"ID token": {now.rawIDToken, oldKID}, "access token": {now.AccessToken, oldAccessHeader["kid"]},
+			} {
+				if h, _ := decodeJWT(t, c.raw); h["kid"] != c.old {
+					t.Errorf("%s kid: got %v, want the old %q until the new key has been published everywhere", name, h["kid"], c.old)
 				}
 			}
 		})
@@ -213,11 +220,17 @@ func TestKeyRotation(t *testing.T) {
 		t.Run("after activation new tokens carry the new kid", func(t *testing.T) {
 			time.Sleep(time.Until(rotatedAt.Add(reload*3/2 + 50*time.Millisecond)))
 			_, after := rp.signIn(t, e, br, alice.Email) // verified by go-oidc, which fetches the new key
-			for name, raw := range map[string]string{"ID token": after.rawIDToken, "access token": after.AccessToken} {
-				h, _ := decodeJWT(t, raw)
+			oldAccessHeader, _ := decodeJWT(t, before.AccessToken)
+			for name, c := range map[string]struct {
+				raw string
+				old any
+			}{
+				"ID token": {after.rawIDToken, oldKID}, "access token": {after.AccessToken, oldAccessHeader["kid"]},
+			} {
+				h, _ := decodeJWT(t, c.raw)
 				kid, _ := h["kid"].(string)
-				if kid == oldKID || !slices.Contains(published, kid) {
-					t.Errorf("%s kid: got %q, want a new published kid (old %q)", name, kid, oldKID)
+				if kid == c.old || !slices.Contains(published, kid) {
+					t.Errorf("%s kid: got %q, want a new published kid (old %v)", name, kid, c.old)
 				}
 			}
 			e.verifyJWT(t, after.AccessToken)

@@ -27,7 +27,7 @@ func TestServeConfigPrecedence(t *testing.T) {
 		{
 			name: "defaults apply when neither flag nor env is set",
 			check: func(t *testing.T, cfg Config) {
-				want := map[string]string{"addr": ":8080", "issuer": "http://localhost:8080", "dsn": "sqlite:./gatehouse.db", "alg": "RS256"}
+				want := map[string]string{"addr": ":8080", "issuer": "http://localhost:8080", "dsn": "sqlite:./gatehouse.db", "alg": "ES256"}
 				got := map[string]string{"addr": cfg.Addr, "issuer": cfg.Provider.Issuer, "dsn": cfg.Provider.DSN, "alg": cfg.Provider.AccessTokenAlg}
 				for k := range want {
 					if got[k] != want[k] {

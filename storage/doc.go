@@ -33,6 +33,17 @@
 // publicauth stores, and ErrNotFound / ErrConflict for the records. Any other error is a
 // wrapped database error.
 //
+// Access tokens are stateless JWTs: the fosite adapter stores no row for one
+// (CreateAccessTokenSession writes nothing, GetAccessTokenSession finds nothing). Revoking
+// them records a revocation rule instead (revocation_rules.go): on one token's jti, on a
+// grant, on a (subject, client) pair or on a subject, each revoking the matching tokens
+// issued before its time, in microseconds. AccessTokenRevoked decides a token in one query
+// of primary-key probes; a rule lives until every token it can match has expired
+// (CoverAccessTokenLifespan), and DeleteExpired removes it then. Every revocation
+// (RevokeAccessToken, RevokeTokensOf, RevokeUserGrants, DeleteUser) records its rule in the
+// transaction of the change that asks for it. The access_tokens table of earlier releases
+// stays in the schema, unused.
+//
 // Transactions travel on the context (fosite's storage.Transactional): every method runs
 // inside the transaction BeginTX put into its context, or on the connection pool when there
 // is none. The domain packages use InTx, which wraps BeginTX, Commit and Rollback and nests

@@ -469,7 +469,8 @@ func TestModelsTakeThePrefix(t *testing.T) {
 			}
 		}
 		for _, name := range storage.TableNames() {
-			if _, ok := got[name]; !ok {
+			// revocation_rules is only ever reached by raw statements, which name it in braces.
+			if _, ok := got[name]; !ok && name != "revocation_rules" {
 				t.Errorf("table %s has no model in ModelTableNames", name)
 			}
 		}

@@ -2,51 +2,36 @@ package storage
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/ory/fosite"
 )
 
-// CreateAccessTokenSession stores the request behind an access token, keyed by the token's
-// signature (for a JWT access token, its signature segment). It implements
-// oauth2.AccessTokenStorage.
-func (s *Store) CreateAccessTokenSession(ctx context.Context, signature string, request fosite.Requester) error {
-	cols, err := newRequestColumns(signature, request, fosite.AccessToken)
-	if err != nil {
-		return err
-	}
-	if err := s.conn(ctx).Create(&accessTokenModel{Request: cols}).Error; err != nil {
-		return fmt.Errorf("storage: create access token: %w", err)
-	}
+// Access tokens are stateless JWTs (DESIGN.md §3): the token itself carries what a check
+// needs, and revocation is by rule (revocation_rules.go). The access_tokens table stays in
+// the schema, holding the rows of tokens issued before this release until the janitor
+// sweeps them, but nothing reads or writes it any more.
+
+// CreateAccessTokenSession stores nothing: an access token is valid by its signature, its
+// expiry and the revocation rules. It implements oauth2.AccessTokenStorage.
+func (s *Store) CreateAccessTokenSession(context.Context, string, fosite.Requester) error {
 	return nil
 }
 
-// GetAccessTokenSession returns the request behind the access token, its session
-// unmarshalled into session, or fosite.ErrNotFound for an unknown (or revoked) token.
-// Expiry is fosite's to check.
-func (s *Store) GetAccessTokenSession(ctx context.Context, signature string, session fosite.Session) (fosite.Requester, error) {
-	m, err := takeRequestRow[accessTokenModel](ctx, s, "access token", signature)
-	if err != nil {
-		return nil, err
-	}
-	return s.toRequest(ctx, &m.Request, session)
+// GetAccessTokenSession returns fosite.ErrNotFound without touching the database: no access
+// token has a row. The provider verifies access tokens from the JWT itself.
+func (s *Store) GetAccessTokenSession(context.Context, string, fosite.Session) (fosite.Requester, error) {
+	return nil, fosite.ErrNotFound
 }
 
-// DeleteAccessTokenSession deletes the access token; deleting an unknown token is not an
-// error.
-func (s *Store) DeleteAccessTokenSession(ctx context.Context, signature string) error {
-	if err := s.conn(ctx).Where("signature = ?", signature).Delete(&accessTokenModel{}).Error; err != nil {
-		return fmt.Errorf("storage: delete access token: %w", err)
-	}
+// DeleteAccessTokenSession does nothing: no access token has a row to delete.
+func (s *Store) DeleteAccessTokenSession(context.Context, string) error {
 	return nil
 }
 
-// RevokeAccessToken deletes every access token issued for the request id (RFC 7009
-// section 2.1). It implements oauth2.TokenRevocationStorage; a request id without tokens is
-// not an error.
+// RevokeAccessToken revokes every access token issued for the request id (RFC 7009 section
+// 2.1) up to now, by a rule on the grant. fosite calls it when a code or a rotated refresh
+// token is used again and when a refresh token is revoked. It implements
+// oauth2.TokenRevocationStorage.
 func (s *Store) RevokeAccessToken(ctx context.Context, requestID string) error {
-	if err := s.conn(ctx).Where("request_id = ?", requestID).Delete(&accessTokenModel{}).Error; err != nil {
-		return fmt.Errorf("storage: revoke access tokens: %w", err)
-	}
-	return nil
+	return s.revokeNow(s.conn(ctx), grantKey(requestID))
 }

@@ -57,32 +57,17 @@ func (s *Store) DeleteRefreshTokenSession(ctx context.Context, signature string)
 // RotateRefreshToken retires the refresh token being exchanged: one conditional update
 // marks it inactive (kept for reuse detection) only while it is active, so of concurrent
 // rotations of one token exactly one succeeds; the others get fosite.ErrInactiveToken. An
-// unknown token returns fosite.ErrNotFound. It then deletes the access token issued with
-// the retired one. fosite calls it inside the transaction that also stores the new tokens;
-// outside one, it opens its own. The token is found by its signature; requestID is not
-// needed for that.
+// unknown token returns fosite.ErrNotFound. The access tokens issued before are revoked by
+// the rule the provider records as it stores the new one (access tokens have no rows).
+// fosite calls it inside the transaction that also stores the new tokens; outside one, it
+// opens its own. The token is found by its signature; requestID is not needed for that.
 func (s *Store) RotateRefreshToken(ctx context.Context, requestID string, signature string) error {
 	if s.txFrom(ctx) == nil {
 		return s.InTx(ctx, func(ctx context.Context) error { return s.RotateRefreshToken(ctx, requestID, signature) })
 	}
 	_, known := memoFrom(ctx).refreshToken(signature)
-	err := deactivate[refreshTokenModel](ctx, s, "rotate refresh token", signature, fosite.ErrInactiveToken, known,
+	return deactivate[refreshTokenModel](ctx, s, "rotate refresh token", signature, fosite.ErrInactiveToken, known,
 		map[string]any{"active": false})
-	if err != nil {
-		return err
-	}
-	return s.deleteAccessTokenOf(ctx, signature)
-}
-
-// deleteAccessTokenOf deletes the access token issued with the refresh token whose
-// signature is given.
-func (s *Store) deleteAccessTokenOf(ctx context.Context, refreshSignature string) error {
-	err := s.conn(ctx).Exec(s.sql(`DELETE FROM {access_tokens} WHERE signature IN
-		(SELECT access_signature FROM {refresh_tokens} WHERE signature = ?)`), refreshSignature).Error
-	if err != nil {
-		return fmt.Errorf("storage: rotate refresh token: delete access token: %w", err)
-	}
-	return nil
 }
 
 // RevokeRefreshToken marks every refresh token issued for the request id inactive: the

@@ -27,6 +27,9 @@ func migrations() []migration {
 			return execAll(tx, n, schemaV8())
 		}},
 		{version: 9, name: "sessions, consents, links, PIN challenges, identities and permissions refer to accounts by id, without a users row", up: migrateV9},
+		{version: 10, name: "revocation rules for stateless access tokens", up: func(tx *gorm.DB, n schemaNames) error {
+			return execAll(tx, n, schemaV10())
+		}},
 		{version: 11, name: "authorization codes carry their PKCE and OpenID Connect request data", up: func(tx *gorm.DB, n schemaNames) error {
 			return execAll(tx, n, schemaV11())
 		}},

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"gorm.io/gorm"
@@ -29,6 +30,8 @@ type Store struct {
 	ownsPool bool
 	// clients caches the clients read (WithClientCacheRefresh).
 	clients *clientCache
+	// accessLifespan bounds the revocation rules' lifetime (CoverAccessTokenLifespan).
+	accessLifespan atomic.Int64
 }
 
 type dialect int

@@ -8,27 +8,35 @@ import (
 )
 
 // RevokeTokensOf revokes what subject holds for clientID, for example when an admin revokes
-// the user's permission for that application: in one transaction it deletes the subject's
-// access tokens for the client and marks its refresh tokens inactive (a later use of one of
-// them then counts as reuse and revokes its grant). Pending authorization codes are left to
-// expire. Revoking when there is nothing to revoke is not an error.
+// the user's permission for that application: in one transaction it records a rule revoking
+// the subject's access tokens at the client issued until now and marks its refresh tokens
+// inactive (a later use of one of them then counts as reuse and revokes its grant). Pending
+// authorization codes are left to expire. Revoking when there is nothing to revoke is not
+// an error.
 func (s *Store) RevokeTokensOf(ctx context.Context, subject, clientID string) error {
 	return s.inTx(ctx, func(tx *gorm.DB) error {
-		return revokeTokens(tx, "subject = ? AND client_id = ?", subject, clientID)
+		if err := s.revokeNow(tx, subjectClientKey(subject, clientID)); err != nil {
+			return err
+		}
+		return deactivateRefreshTokens(tx, "subject = ? AND client_id = ?", subject, clientID)
 	})
 }
 
 // RevokeUserGrants revokes everything userID has granted at every client, for example after
 // a password change or when the account is disabled: in one transaction (a savepoint inside
 // the transaction ctx carries, so it commits or rolls back with the change that asked for
-// it) it deletes the user's access tokens, marks the user's refresh tokens and unused
-// authorization codes inactive (a later use counts as reuse and revokes its grant), and
-// deletes the user's consents, so every client asks again. It also ends the user's open PIN
-// challenges and spends their unused mailed links, which began under the old credentials.
-// Revoking when there is nothing to revoke is not an error. It implements publicauth.GrantStore.
+// it) it records a rule revoking the user's access tokens issued until now, marks the
+// user's refresh tokens and unused authorization codes inactive (a later use counts as
+// reuse and revokes its grant), and deletes the user's consents, so every client asks
+// again. It also ends the user's open PIN challenges and spends their unused mailed links,
+// which began under the old credentials. Revoking when there is nothing to revoke is not an
+// error. It implements publicauth.GrantStore.
 func (s *Store) RevokeUserGrants(ctx context.Context, userID string) error {
 	return s.inTx(ctx, func(tx *gorm.DB) error {
-		if err := revokeTokens(tx, "subject = ?", userID); err != nil {
+		if err := s.revokeNow(tx, subjectKey(userID)); err != nil {
+			return err
+		}
+		if err := deactivateRefreshTokens(tx, "subject = ?", userID); err != nil {
 			return err
 		}
 		err := tx.Model(&authorizationCodeModel{}).
@@ -58,12 +66,9 @@ func (s *Store) RevokeUserGrants(ctx context.Context, userID string) error {
 	})
 }
 
-// revokeTokens deletes the access tokens and deactivates the active refresh tokens whose
-// rows match the condition where (with its args), on tx.
-func revokeTokens(tx *gorm.DB, where string, args ...any) error {
-	if err := tx.Where(where, args...).Delete(&accessTokenModel{}).Error; err != nil {
-		return fmt.Errorf("storage: revoke access tokens: %w", err)
-	}
+// deactivateRefreshTokens deactivates the active refresh tokens whose rows match the
+// condition where (with its args), on tx.
+func deactivateRefreshTokens(tx *gorm.DB, where string, args ...any) error {
 	err := tx.Model(&refreshTokenModel{}).
 		Where(where, args...).Where("active = ?", true).
 		Update("active", false).Error

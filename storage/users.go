@@ -160,12 +160,14 @@ func (s *Store) ChangeUser(ctx context.Context, id string, c publicauth.UserChan
 }
 
 // DeleteUser deletes the user with that id and everything of theirs, in one transaction (a
-// savepoint inside the transaction ctx carries): the authorization codes, access and
-// refresh tokens, PKCE and OpenID Connect rows whose subject is the user, the pending
+// savepoint inside the transaction ctx carries): the authorization codes, refresh tokens,
+// PKCE and OpenID Connect rows whose subject is the user, the pending
 // authorization requests the user logged in to, and the rows that refer to the account by
 // id (sessions, consents, one-time tokens, PIN challenges, linked identities and permission
 // records: no foreign key cascades them since v9). The permission audit log keeps its
-// entries: it is the history of what was granted. It returns publicauth.ErrUserNotFound
+// entries: it is the history of what was granted. A revocation rule on the subject revokes
+// the user's access tokens, so an account created again under the same id does not revive
+// them. It returns publicauth.ErrUserNotFound
 // when there is no such user, and deletes nothing then. It implements publicauth.UserStore.
 func (s *Store) DeleteUser(ctx context.Context, id string) error {
 	return s.inTx(ctx, func(tx *gorm.DB) error {
@@ -176,6 +178,9 @@ func (s *Store) DeleteUser(ctx context.Context, id string) error {
 		if res.RowsAffected == 0 {
 			return publicauth.ErrUserNotFound
 		}
+		if err := s.revokeNow(tx, subjectKey(id)); err != nil {
+			return err
+		}
 		return deleteAccountRows(tx, id)
 	})
 }
@@ -185,8 +190,7 @@ func (s *Store) DeleteUser(ctx context.Context, id string) error {
 // accountTables.
 func deleteAccountRows(tx *gorm.DB, id string) error {
 	for _, model := range []any{
-		&authorizationCodeModel{}, &accessTokenModel{}, &refreshTokenModel{},
-		&pkceRequestModel{}, &oidcSessionModel{},
+		&authorizationCodeModel{}, &refreshTokenModel{}, &pkceRequestModel{}, &oidcSessionModel{},
 	} {
 		if err := tx.Where("subject = ?", id).Delete(model).Error; err != nil {
 			return fmt.Errorf("storage: delete user's tokens: %w", err)

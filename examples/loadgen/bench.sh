@@ -19,7 +19,8 @@
 #                           through --debug-addr, and print the head of `go tool pprof -top`
 #   BENCH_SCALE=1           also run Gatehouse on Postgres (ES256) on a database pre-loaded
 #                           with BENCH_SCALE_USERS=100000 users and
-#                           BENCH_SCALE_REFRESH_TOKENS=1000000 refresh tokens (scale.sh), the
+#                           BENCH_SCALE_REFRESH_TOKENS=1000000 refresh tokens and
+#                           BENCH_SCALE_REVOCATION_RULES=200000 revocation rules (scale.sh), the
 #                           janitor every BENCH_SCALE_JANITOR=15s; prints each operation as %
 #                           of the empty database and the table sizes before and after
 # Password login is measured with the per-IP limit and the lockout off (--login-rate-limit

@@ -3,11 +3,11 @@
 # (INSERT … SELECT FROM generate_series), rows shaped like the ones Gatehouse writes: valid
 # foreign keys, signatures of the real length, real session JSON, expiry spread from ten
 # days ago to thirty days ahead, so the indexes and the janitor meet real data.
-# scale_loaders lists them in order; a new table (the revocation rules of issue 10, once
-# they exist) is one more function and one more entry.
+# scale_loaders lists them in order; a new table is one more function and one more entry.
 
 scale_users=${BENCH_SCALE_USERS:-100000}
 scale_refresh_tokens=${BENCH_SCALE_REFRESH_TOKENS:-1000000}
+scale_revocation_rules=${BENCH_SCALE_REVOCATION_RULES:-200000}
 
 # scale_user_id N is the SQL expression of the id of scale user N (a UUID).
 scale_user_id() { echo "uuid_in(md5('scale-user-' || ($1))::cstring)::text"; }
@@ -51,14 +51,36 @@ ANALYZE refresh_tokens;
 SQL
 }
 
-scale_loaders=(load_users load_refresh_tokens)
+# load_revocation_rules DSN: $scale_revocation_rules rules as storage/revocation_rules.go
+# writes them, by kind in turn: the grant of a scale refresh token (refresh rotation and
+# reuse), a scale user at rp (permission revocation), a scale user (credential change), one
+# jti (the revocation endpoint); issued_before in microseconds, expiry spread from an hour
+# ago to an hour ahead, so the janitor has work.
+load_revocation_rules() {
+	psql -q -v ON_ERROR_STOP=1 "$1" <<SQL
+INSERT INTO revocation_rules (rule_key, issued_before, expires_at)
+SELECT CASE i % 4
+         WHEN 0 THEN 'grant:' || uuid_in(md5('scale-request-' || i)::cstring)::text
+         WHEN 1 THEN 'subclient:36:' || $(scale_user_id "i % $scale_users + 1") || 'rp'
+         WHEN 2 THEN 'sub:' || $(scale_user_id "i % $scale_users + 1")
+         ELSE 'jti:' || uuid_in(md5('scale-jti-' || i)::cstring)::text
+       END,
+       (extract(epoch FROM t.at) * 1000000)::bigint, t.at + interval '1 hour'
+FROM generate_series(1, $scale_revocation_rules) AS i,
+     LATERAL (SELECT now() - ((i::bigint * 104729) % 7200) * interval '1 second' AS at) AS t
+ON CONFLICT (rule_key) DO NOTHING;
+ANALYZE revocation_rules;
+SQL
+}
+
+scale_loaders=(load_users load_refresh_tokens load_revocation_rules)
 
 # scale_table_sizes DSN prints rows, expired rows and size on disk of the tables that grow.
 scale_table_sizes() {
 	psql -q -v ON_ERROR_STOP=1 "$1" <<SQL
 SELECT 'users' AS "table", count(*) AS rows, NULL::bigint AS expired, pg_size_pretty(pg_total_relation_size('users')) AS size FROM users
 UNION ALL SELECT 'refresh_tokens', count(*), count(*) FILTER (WHERE expires_at < now()), pg_size_pretty(pg_total_relation_size('refresh_tokens')) FROM refresh_tokens
-UNION ALL SELECT 'access_tokens', count(*), count(*) FILTER (WHERE expires_at < now()), pg_size_pretty(pg_total_relation_size('access_tokens')) FROM access_tokens
+UNION ALL SELECT 'revocation_rules', count(*), count(*) FILTER (WHERE expires_at < now()), pg_size_pretty(pg_total_relation_size('revocation_rules')) FROM revocation_rules
 UNION ALL SELECT 'authorization_codes', count(*), count(*) FILTER (WHERE expires_at < now()), pg_size_pretty(pg_total_relation_size('authorization_codes')) FROM authorization_codes
 UNION ALL SELECT 'sessions', count(*), count(*) FILTER (WHERE expires_at < now()), pg_size_pretty(pg_total_relation_size('sessions')) FROM sessions;
 SQL

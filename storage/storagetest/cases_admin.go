@@ -35,11 +35,11 @@ func testDeleteUser(t *testing.T, s *storage.Store) {
 	client := mustCreateClient(t, s, "app")
 	victim := mustCreateUser(t, s, "victim@example.com")
 	other := mustCreateUser(t, s, "other@example.com")
+	issued := time.Now() // of an access token of each user
 	for _, u := range []*publicauth.User{victim, other} {
 		req := newRequest(t, client, u.ID, t0)
 		mustNoErr(t, "create code", s.CreateAuthorizeCodeSession(ctx, "code-"+u.ID, req))
 		mustNoErr(t, "create PKCE row", s.CreatePKCERequestSession(ctx, "code-"+u.ID, req))
-		mustNoErr(t, "create access token", s.CreateAccessTokenSession(ctx, "at-"+u.ID, req))
 		mustNoErr(t, "create refresh token", s.CreateRefreshTokenSession(ctx, "rt-"+u.ID, "at-"+u.ID, req))
 		mustNoErr(t, "save consent", s.SaveConsent(ctx, &storage.Consent{
 			UserID: u.ID, ClientID: client.ID, Scopes: []string{"openid"}, GrantedAt: t0,
@@ -77,7 +77,7 @@ func testDeleteUser(t *testing.T, s *storage.Store) {
 			{"user", second(s.UserByID(ctx, u.ID)), want(publicauth.ErrUserNotFound)},
 			{"code", second(s.GetAuthorizeCodeSession(ctx, "code-"+u.ID, newSession())), want(fosite.ErrNotFound)},
 			{"PKCE row", second(s.GetPKCERequestSession(ctx, "code-"+u.ID, newSession())), want(fosite.ErrNotFound)},
-			{"access token", second(s.GetAccessTokenSession(ctx, "at-"+u.ID, newSession())), want(fosite.ErrNotFound)},
+			{"access token", revokedErr(s, tokenRef("grant-"+u.ID, u.ID, client.ID, issued)), want(errRevoked)},
 			{"refresh token", second(s.GetRefreshTokenSession(ctx, "rt-"+u.ID, newSession())), want(fosite.ErrNotFound)},
 			{"consent", second(s.ConsentFor(ctx, u.ID, client.ID)), want(storage.ErrNotFound)},
 			{"session", third(s.SessionByIDHash(ctx, "sess-"+u.ID, t0)), want(publicauth.ErrSessionNotFound)},

@@ -31,12 +31,6 @@ func fositeKinds() []fositeKind {
 			get:    (*storage.Store).GetAuthorizeCodeSession,
 		},
 		{
-			name:   "access token",
-			create: (*storage.Store).CreateAccessTokenSession,
-			get:    (*storage.Store).GetAccessTokenSession,
-			del:    (*storage.Store).DeleteAccessTokenSession,
-		},
-		{
 			name: "refresh token",
 			create: func(s *storage.Store, ctx context.Context, key string, r fosite.Requester) error {
 				return s.CreateRefreshTokenSession(ctx, key, "access-of-"+key, r)
@@ -176,22 +170,31 @@ func testConcurrentCodeInvalidation(t *testing.T, s *storage.Store) {
 	checkOneWinner(t, "InvalidateAuthorizeCodeSession", errs, fosite.ErrInvalidatedAuthorizeCode)
 }
 
+// testAccessTokenRevocation: access tokens are stateless (no row is stored), and
+// RevokeAccessToken revokes, by a rule on the grant, the grant's tokens issued until then
+// and no other grant's.
 func testAccessTokenRevocation(t *testing.T, s *storage.Store) {
 	ctx := context.Background()
 	client := mustCreateClient(t, s, "app")
 	a := newRequest(t, client, "user-1", t0)
 	b := newRequest(t, client, "user-1", t0)
-	mustNoErr(t, "create a1", s.CreateAccessTokenSession(ctx, "a1", a))
-	mustNoErr(t, "create a2", s.CreateAccessTokenSession(ctx, "a2", a))
-	mustNoErr(t, "create b1", s.CreateAccessTokenSession(ctx, "b1", b))
+	mustNoErr(t, "CreateAccessTokenSession", s.CreateAccessTokenSession(ctx, "a1", a))
+	_, err := s.GetAccessTokenSession(ctx, "a1", newSession())
+	checkErr(t, "GetAccessTokenSession: access tokens have no rows", err, fosite.ErrNotFound)
+	mustNoErr(t, "DeleteAccessTokenSession", s.DeleteAccessTokenSession(ctx, "a1"))
 
+	issued := time.Now()
 	mustNoErr(t, "RevokeAccessToken", s.RevokeAccessToken(ctx, a.ID))
 	for _, c := range []struct {
-		sig  string
-		want error
-	}{{"a1", fosite.ErrNotFound}, {"a2", fosite.ErrNotFound}, {"b1", nil}} {
-		_, err := s.GetAccessTokenSession(ctx, c.sig, newSession())
-		checkErr(t, "GetAccessTokenSession("+c.sig+")", err, c.want)
+		name string
+		ref  storage.AccessTokenRef
+		want bool
+	}{
+		{"a token of the grant", tokenRef(a.ID, "user-1", client.ID, issued), true},
+		{"a token of another grant", tokenRef(b.ID, "user-1", client.ID, issued), false},
+		{"a token of the grant issued later", tokenRef(a.ID, "user-1", client.ID, time.Now().Add(time.Second)), false},
+	} {
+		wantRevoked(t, s, c.name, c.ref, c.want)
 	}
 }
 
@@ -206,8 +209,6 @@ func testRefreshRotation(t *testing.T, s *storage.Store) {
 	mustNoErr(t, "create unrelated rt", s.CreateRefreshTokenSession(ctx, "rt-x", "at-x", unrelated))
 
 	mustNoErr(t, "RotateRefreshToken", s.RotateRefreshToken(ctx, req.ID, "rt-1"))
-	_, err := s.GetAccessTokenSession(ctx, "at-1", newSession())
-	checkErr(t, "access token issued with the rotated refresh token", err, fosite.ErrNotFound)
 	got, err := s.GetRefreshTokenSession(ctx, "rt-1", newSession())
 	checkErr(t, "GetRefreshTokenSession of a rotated token", err, fosite.ErrInactiveToken)
 	checkRequest(t, got, req)
@@ -220,16 +221,15 @@ func testRefreshRotation(t *testing.T, s *storage.Store) {
 	checkErr(t, "GetRefreshTokenSession of the new token", err, nil)
 
 	// Reuse of rt-1 makes fosite revoke the family.
+	issued := time.Now()
 	mustNoErr(t, "RevokeRefreshToken", s.RevokeRefreshToken(ctx, req.ID))
 	mustNoErr(t, "RevokeAccessToken", s.RevokeAccessToken(ctx, req.ID))
 	_, err = s.GetRefreshTokenSession(ctx, "rt-2", newSession())
 	checkErr(t, "GetRefreshTokenSession of the family after revocation", err, fosite.ErrInactiveToken)
-	_, err = s.GetAccessTokenSession(ctx, "at-2", newSession())
-	checkErr(t, "GetAccessTokenSession of the family after revocation", err, fosite.ErrNotFound)
+	wantRevoked(t, s, "an access token of the family after revocation", tokenRef(req.ID, "user-1", client.ID, issued), true)
 	_, err = s.GetRefreshTokenSession(ctx, "rt-x", newSession())
 	checkErr(t, "GetRefreshTokenSession of another grant", err, nil)
-	_, err = s.GetAccessTokenSession(ctx, "at-x", newSession())
-	checkErr(t, "GetAccessTokenSession of another grant", err, nil)
+	wantRevoked(t, s, "an access token of another grant", tokenRef(unrelated.ID, "user-1", client.ID, issued), false)
 
 	mustNoErr(t, "DeleteRefreshTokenSession", s.DeleteRefreshTokenSession(ctx, "rt-1"))
 	_, err = s.GetRefreshTokenSession(ctx, "rt-1", newSession())
@@ -261,8 +261,6 @@ func testConcurrentRefreshRotation(t *testing.T, s *storage.Store) {
 
 	_, err := s.GetRefreshTokenSession(ctx, "rt-0", newSession())
 	checkErr(t, "GetRefreshTokenSession of the rotated token", err, fosite.ErrInactiveToken)
-	_, err = s.GetAccessTokenSession(ctx, "at-0", newSession())
-	checkErr(t, "GetAccessTokenSession of the rotated token's access token", err, fosite.ErrNotFound)
 	issued := 0
 	for i := 1; i <= n; i++ {
 		_, err := s.GetRefreshTokenSession(ctx, fmt.Sprintf("rt-%d", i), newSession())
@@ -349,20 +347,21 @@ func testRevokeTokensOf(t *testing.T, s *storage.Store) {
 		{"u2@a", a, "u2", false},
 		{"u1@b", b, "u1", false},
 	}
+	reqs := map[string]*fosite.Request{}
 	for _, g := range grants {
 		req := newRequest(t, g.client, g.subject, t0)
-		mustNoErr(t, "create access token", s.CreateAccessTokenSession(ctx, "at-"+g.name, req))
+		reqs[g.name] = req
 		mustNoErr(t, "create refresh token", s.CreateRefreshTokenSession(ctx, "rt-"+g.name, "at-"+g.name, req))
 	}
+	issued := time.Now()
 	mustNoErr(t, "RevokeTokensOf", s.RevokeTokensOf(ctx, "u1", "a"))
 	for _, g := range grants {
-		var wantAT, wantRT error
+		var wantRT error
 		if g.revoked {
-			wantAT, wantRT = fosite.ErrNotFound, fosite.ErrInactiveToken
+			wantRT = fosite.ErrInactiveToken
 		}
-		_, err := s.GetAccessTokenSession(ctx, "at-"+g.name, newSession())
-		checkErr(t, "access token "+g.name, err, wantAT)
-		_, err = s.GetRefreshTokenSession(ctx, "rt-"+g.name, newSession())
+		wantRevoked(t, s, "access token "+g.name, tokenRef(reqs[g.name].ID, g.subject, g.client.ID, issued), g.revoked)
+		_, err := s.GetRefreshTokenSession(ctx, "rt-"+g.name, newSession())
 		checkErr(t, "refresh token "+g.name, err, wantRT)
 	}
 }
@@ -373,10 +372,8 @@ func testNilSessionPrototype(t *testing.T, s *storage.Store) {
 	ctx := context.Background()
 	client := mustCreateClient(t, s, "app")
 	req := newRequest(t, client, "user-1", t0)
-	mustNoErr(t, "create access", s.CreateAccessTokenSession(ctx, "at", req))
 	mustNoErr(t, "create refresh", s.CreateRefreshTokenSession(ctx, "rt", "at", req))
 	for name, get := range map[string]func() (fosite.Requester, error){
-		"GetAccessTokenSession":  func() (fosite.Requester, error) { return s.GetAccessTokenSession(ctx, "at", nil) },
 		"GetRefreshTokenSession": func() (fosite.Requester, error) { return s.GetRefreshTokenSession(ctx, "rt", nil) },
 	} {
 		got, err := get()
@@ -390,7 +387,7 @@ func testNilSessionPrototype(t *testing.T, s *storage.Store) {
 	}
 }
 
-// testRevokeUserGrants: RevokeUserGrants revokes the access and refresh tokens, the unused
+// testRevokeUserGrants: RevokeUserGrants revokes the access (by rule) and refresh tokens, the unused
 // authorization codes and the consents of one user at every client, ends their open PIN
 // challenges and spends their unused mailed links, and touches nothing of another user;
 // inside a transaction that rolls back it revokes nothing.
@@ -410,10 +407,10 @@ func testRevokeUserGrants(t *testing.T, s *storage.Store) {
 		{"victim@b", b, victim.ID, true},
 		{"other@a", a, other.ID, false},
 	}
+	issued := time.Now()
 	for _, g := range grants {
 		req := newRequest(t, g.client, g.subject, t0)
 		mustNoErr(t, "create code", s.CreateAuthorizeCodeSession(ctx, "code-"+g.name, req))
-		mustNoErr(t, "create access token", s.CreateAccessTokenSession(ctx, "at-"+g.name, req))
 		mustNoErr(t, "create refresh token", s.CreateRefreshTokenSession(ctx, "rt-"+g.name, "at-"+g.name, req))
 		mustNoErr(t, "save consent", s.SaveConsent(ctx, &storage.Consent{
 			UserID: g.subject, ClientID: g.client.ID, Scopes: []string{"openid"}, GrantedAt: t0,
@@ -437,14 +434,13 @@ func testRevokeUserGrants(t *testing.T, s *storage.Store) {
 			checkErr(t, when+": mailed link of "+u.Email, err, wantLink)
 		}
 		for _, g := range grants {
-			var wantCode, wantAT, wantRT, wantConsent error
+			var wantCode, wantRT, wantConsent error
 			if applied && g.revoked {
-				wantCode, wantAT, wantRT, wantConsent = fosite.ErrInvalidatedAuthorizeCode, fosite.ErrNotFound, fosite.ErrInactiveToken, storage.ErrNotFound
+				wantCode, wantRT, wantConsent = fosite.ErrInvalidatedAuthorizeCode, fosite.ErrInactiveToken, storage.ErrNotFound
 			}
 			_, err := s.GetAuthorizeCodeSession(ctx, "code-"+g.name, newSession())
 			checkErr(t, when+": code "+g.name, err, wantCode)
-			_, err = s.GetAccessTokenSession(ctx, "at-"+g.name, newSession())
-			checkErr(t, when+": access token "+g.name, err, wantAT)
+			wantRevoked(t, s, when+": access token "+g.name, tokenRef("grant-"+g.name, g.subject, g.client.ID, issued), applied && g.revoked)
 			_, err = s.GetRefreshTokenSession(ctx, "rt-"+g.name, newSession())
 			checkErr(t, when+": refresh token "+g.name, err, wantRT)
 			_, err = s.ConsentFor(ctx, g.subject, g.client.ID)

@@ -152,8 +152,6 @@ func testMissingRows(t *testing.T, s *storage.Store) {
 		}, storage.ErrNotFound},
 		{"GetAuthorizeCodeSession", func() error { _, err := s.GetAuthorizeCodeSession(ctx, "nope", newSession()); return err }, fosite.ErrNotFound},
 		{"InvalidateAuthorizeCodeSession", func() error { return s.InvalidateAuthorizeCodeSession(ctx, "nope") }, fosite.ErrNotFound},
-		{"GetAccessTokenSession", func() error { _, err := s.GetAccessTokenSession(ctx, "nope", newSession()); return err }, fosite.ErrNotFound},
-		{"DeleteAccessTokenSession", func() error { return s.DeleteAccessTokenSession(ctx, "nope") }, nil},
 		{"RevokeAccessToken", func() error { return s.RevokeAccessToken(ctx, "nope") }, nil},
 		{"GetRefreshTokenSession", func() error { _, err := s.GetRefreshTokenSession(ctx, "nope", newSession()); return err }, fosite.ErrNotFound},
 		{"RotateRefreshToken", func() error { return s.RotateRefreshToken(ctx, "nope", "nope") }, fosite.ErrNotFound},

@@ -82,10 +82,13 @@ func testTransactions(t *testing.T, s *storage.Store) {
 			client := mustCreateClient(t, s, "fosite-client")
 			ctx, err := s.BeginTX(bg)
 			mustNoErr(t, "BeginTX", err)
-			mustNoErr(t, "CreateAccessTokenSession", s.CreateAccessTokenSession(ctx, "at-tx", newRequest(t, client, "u", t0)))
+			mustNoErr(t, "CreateRefreshTokenSession", s.CreateRefreshTokenSession(ctx, "rt-tx", "at-tx", newRequest(t, client, "u", t0)))
+			issued := time.Now()
+			mustNoErr(t, "RevokeAccessToken", s.RevokeAccessToken(ctx, "grant-tx"))
 			mustNoErr(t, "Rollback", s.Rollback(ctx))
-			_, err = s.GetAccessTokenSession(bg, "at-tx", newSession())
-			checkErr(t, "GetAccessTokenSession after rollback", err, fosite.ErrNotFound)
+			_, err = s.GetRefreshTokenSession(bg, "rt-tx", newSession())
+			checkErr(t, "GetRefreshTokenSession after rollback", err, fosite.ErrNotFound)
+			wantRevoked(t, s, "an access token of the grant after a rolled-back rule", tokenRef("grant-tx", "u", client.ID, issued), false)
 			return map[string]bool{"fosite-client": true}
 		}},
 		{"InTx commits fn's writes", func(t *testing.T) map[string]bool {
@@ -267,6 +270,7 @@ func seedExpiringRows(t *testing.T, s *storage.Store) (expired []string, live st
 		}))
 		mustNoErr(t, "CreateAuthRequest", s.CreateAuthRequest(ctx, &storage.AuthRequest{IDHash: key, ClientID: "app", ExpiresAt: exp}))
 		mustNoErr(t, "SetClientAssertionJWT", s.SetClientAssertionJWT(ctx, key, exp))
+		mustNoErr(t, "RevokeAccessTokenID", s.RevokeAccessTokenID(ctx, key, exp))
 	}
 	for i := range 3 {
 		key := fmt.Sprintf("expired-%d", i)
@@ -306,6 +310,7 @@ func checkRowsExist(t *testing.T, s *storage.Store, key string, want bool) {
 	checkErr(t, "session "+key, err, wantErr(publicauth.ErrSessionNotFound))
 	_, err = s.AuthRequestByIDHash(ctx, key, before)
 	checkErr(t, "auth request "+key, err, wantErr(storage.ErrNotFound))
+	wantRevoked(t, s, "revocation rule "+key, storage.AccessTokenRef{JTI: key, IssuedAt: before}, want)
 	// Every seeded jti expires after the real clock's now, so a stored one is known.
 	err = s.ClientAssertionJWTValid(ctx, key)
 	if known := errors.Is(err, fosite.ErrJTIKnown); known != want {

@@ -45,6 +45,7 @@ func Run(t *testing.T, open func(t *testing.T) *storage.Store) {
 	cases = append(cases, permissionCases()...)
 	cases = append(cases, socialCases()...)
 	cases = append(cases, adminCases()...)
+	cases = append(cases, ruleCases()...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			c.run(t, open(t))

@@ -1,0 +1,166 @@
+package storagetest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/gatehouse-id/gatehouse/storage"
+)
+
+// errRevoked stands for "a revocation rule matches the token" in tables of errors.
+var errRevoked = errors.New("access token revoked")
+
+// tokenRef is an access token of grantID, subject and clientID issued at issued, with a jti
+// of its own.
+func tokenRef(grantID, subject, clientID string, issued time.Time) storage.AccessTokenRef {
+	return storage.AccessTokenRef{JTI: "jti-" + grantID + "-" + issued.String(), GrantID: grantID,
+		Subject: subject, ClientID: clientID, IssuedAt: issued}
+}
+
+// revokedErr is errRevoked when a rule matches ref, nil when none does, or the store's error.
+func revokedErr(s *storage.Store, ref storage.AccessTokenRef) error {
+	revoked, err := s.AccessTokenRevoked(context.Background(), ref)
+	if err == nil && revoked {
+		err = errRevoked
+	}
+	return err
+}
+
+// wantRevoked fails t unless AccessTokenRevoked answers want for ref.
+func wantRevoked(t *testing.T, s *storage.Store, what string, ref storage.AccessTokenRef, want bool) {
+	t.Helper()
+	revoked, err := s.AccessTokenRevoked(context.Background(), ref)
+	mustNoErr(t, what, err)
+	if revoked != want {
+		t.Errorf("%s: revoked %v, want %v", what, revoked, want)
+	}
+}
+
+func ruleCases() []storageCase {
+	return []storageCase{
+		{"RevocationRuleKinds", testRevocationRuleKinds},
+		{"RevocationRuleSameSecond", testRevocationRuleSameSecond},
+		{"RevocationRuleExpiry", testRevocationRuleExpiry},
+	}
+}
+
+// testRevocationRuleKinds: each kind of rule revokes the tokens it names issued before it,
+// and no other.
+func testRevocationRuleKinds(t *testing.T, s *storage.Store) {
+	ctx := context.Background()
+	before := time.Now().Add(-time.Minute)
+	mustNoErr(t, "RevokeAccessTokenID", s.RevokeAccessTokenID(ctx, "j-revoked", time.Now().Add(time.Hour)))
+	mustNoErr(t, "RevokeAccessToken", s.RevokeAccessToken(ctx, "g-revoked"))
+	mustNoErr(t, "RevokeTokensOf", s.RevokeTokensOf(ctx, "ab", "c"))
+	mustNoErr(t, "RevokeUserGrants", s.RevokeUserGrants(ctx, "u-revoked"))
+	after := time.Now().Add(time.Minute)
+
+	ref := func(jti, grant, sub, client string, issued time.Time) storage.AccessTokenRef {
+		return storage.AccessTokenRef{JTI: jti, GrantID: grant, Subject: sub, ClientID: client, IssuedAt: issued}
+	}
+	for _, c := range []struct {
+		name string
+		ref  storage.AccessTokenRef
+		want bool
+	}{
+		{"the revoked jti", ref("j-revoked", "g", "u", "c", before), true},
+		{"the revoked jti, whenever issued", ref("j-revoked", "g", "u", "c", after), true},
+		{"another jti", ref("j-other", "g", "u", "c", before), false},
+		{"the revoked grant", ref("j", "g-revoked", "u", "c", before), true},
+		{"the revoked grant, issued after the rule", ref("j", "g-revoked", "u", "c", after), false},
+		{"the revoked subject at the client", ref("j", "g", "ab", "c", before), true},
+		{"the revoked subject at the client, issued after the rule", ref("j", "g", "ab", "c", after), false},
+		{"the revoked subject at another client", ref("j", "g", "ab", "d", before), false},
+		{"a pair spelling the same characters", ref("j", "g", "a", "bc", before), false},
+		{"another subject at the client", ref("j", "g", "u", "c", before), false},
+		{"the revoked subject anywhere", ref("j", "g", "u-revoked", "any", before), true},
+		{"the revoked subject, issued after the rule", ref("j", "g", "u-revoked", "any", after), false},
+		{"nothing revoked", ref("j", "g", "u", "c", before), false},
+	} {
+		wantRevoked(t, s, c.name, c.ref, c.want)
+	}
+}
+
+// testRevocationRuleSameSecond: iat has whole seconds, a rule does not: within one second,
+// a token issued before the rule is revoked and one issued after it is not. A refresh's rule
+// spares the token issued with it (issued at the rule's time) but not one a microsecond
+// older; a rule made "now" revokes what was issued up to it.
+func testRevocationRuleSameSecond(t *testing.T, s *storage.Store) {
+	ctx := context.Background()
+	second := time.Now().Truncate(time.Second)
+	rule := second.Add(500 * time.Millisecond)
+	mustNoErr(t, "RevokeGrantAccessTokensBefore", s.RevokeGrantAccessTokensBefore(ctx, "g", rule))
+	for _, c := range []struct {
+		name   string
+		issued time.Time
+		want   bool
+	}{
+		{"the second's start", second, true},
+		{"a microsecond before the rule", rule.Add(-time.Microsecond), true},
+		{"the new token, at the rule's time", rule, false},
+		{"a microsecond after the rule", rule.Add(time.Microsecond), false},
+		{"the second's end", second.Add(time.Second - time.Microsecond), false},
+	} {
+		wantRevoked(t, s, c.name, tokenRef("g", "u", "c", c.issued), c.want)
+	}
+	// A later refresh moves the rule on; an earlier one (a late writer) never moves it back.
+	later := rule.Add(200 * time.Millisecond)
+	mustNoErr(t, "RevokeGrantAccessTokensBefore later", s.RevokeGrantAccessTokensBefore(ctx, "g", later))
+	mustNoErr(t, "RevokeGrantAccessTokensBefore earlier", s.RevokeGrantAccessTokensBefore(ctx, "g", rule))
+	wantRevoked(t, s, "the token the first refresh spared", tokenRef("g", "u", "c", rule), true)
+	wantRevoked(t, s, "the token of the later refresh", tokenRef("g", "u", "c", later), false)
+
+	// A rule made at the store's now: a token issued just before is revoked, one issued after
+	// the call returned is not, though both share the rule's second.
+	for _, c := range []struct {
+		name   string
+		revoke func(ctx context.Context) error
+		ref    func(issued time.Time) storage.AccessTokenRef
+	}{
+		{"user", func(ctx context.Context) error { return s.RevokeUserGrants(ctx, "u") },
+			func(issued time.Time) storage.AccessTokenRef { return tokenRef("g1", "u", "c", issued) }},
+		{"user at client", func(ctx context.Context) error { return s.RevokeTokensOf(ctx, "v", "c") },
+			func(issued time.Time) storage.AccessTokenRef { return tokenRef("g2", "v", "c", issued) }},
+		{"grant", func(ctx context.Context) error { return s.RevokeAccessToken(ctx, "g3") },
+			func(issued time.Time) storage.AccessTokenRef { return tokenRef("g3", "w", "c", issued) }},
+	} {
+		issuedBefore := time.Now()
+		mustNoErr(t, c.name, c.revoke(ctx))
+		issuedAfter := time.Now().Add(time.Microsecond)
+		wantRevoked(t, s, c.name+": a token issued just before the rule", c.ref(issuedBefore), true)
+		wantRevoked(t, s, c.name+": a token issued in the same second before the rule", c.ref(issuedBefore.Truncate(time.Second)), true)
+		wantRevoked(t, s, c.name+": a token issued just after the rule", c.ref(issuedAfter), false)
+	}
+}
+
+// testRevocationRuleExpiry: a rule lives until the longest token it can match has expired (a
+// jti rule: the token's exp; the others: the longest access-token lifespan after the rule),
+// then the janitor deletes it.
+func testRevocationRuleExpiry(t *testing.T, s *storage.Store) {
+	ctx := context.Background()
+	s.CoverAccessTokenLifespan(2 * time.Hour)
+	s.CoverAccessTokenLifespan(time.Minute) // never lowers it
+	now := time.Now()
+	issued := now.Add(-time.Second)
+	mustNoErr(t, "RevokeAccessTokenID", s.RevokeAccessTokenID(ctx, "j", now.Add(10*time.Minute)))
+	mustNoErr(t, "RevokeUserGrants", s.RevokeUserGrants(ctx, "u"))
+	jti := storage.AccessTokenRef{JTI: "j", GrantID: "g", Subject: "x", ClientID: "c", IssuedAt: issued}
+	user := tokenRef("g", "u", "c", issued)
+
+	for _, step := range []struct {
+		at              time.Duration
+		jtiKept, userOK bool
+	}{
+		{at: 9 * time.Minute, jtiKept: true, userOK: true},
+		{at: 11 * time.Minute, jtiKept: false, userOK: true},
+		{at: time.Hour + 10*time.Minute, jtiKept: false, userOK: true},
+		{at: 2*time.Hour + time.Minute, jtiKept: false, userOK: false},
+	} {
+		_, err := s.DeleteExpired(ctx, now.Add(step.at), 0)
+		mustNoErr(t, "DeleteExpired", err)
+		wantRevoked(t, s, "jti rule after the janitor at +"+step.at.String(), jti, step.jtiKept)
+		wantRevoked(t, s, "user rule after the janitor at +"+step.at.String(), user, step.userOK)
+	}
+}
