@@ -162,6 +162,14 @@ func TestStatelessAccessTokens(t *testing.T) {
 			if _, err := e.p.VerifyAccessToken(ctx, tok); !errors.Is(err, provider.ErrInvalidToken) {
 				t.Errorf("VerifyAccessToken after the client's deletion: got %v, want ErrInvalidToken", err)
 			}
+			// A client registered again under the same id does not revive them.
+			again := e.client(t, provider.ClientSpec{ID: "gone", GrantTypes: []string{"client_credentials"}, Scopes: []string{"profile"}})
+			if _, err := e.p.VerifyAccessToken(ctx, tok); !errors.Is(err, provider.ErrInvalidToken) {
+				t.Errorf("VerifyAccessToken once the client id is registered again: got %v, want ErrInvalidToken", err)
+			}
+			if _, err := e.p.VerifyAccessToken(ctx, e.clientToken(t, again)); err != nil {
+				t.Errorf("a token of the client registered again: %v", err)
+			}
 		})
 	})
 }

@@ -164,6 +164,11 @@ func (s *Store) DeleteClient(ctx context.Context, id string) error {
 		if res.RowsAffected == 0 {
 			return ErrNotFound
 		}
+		// The client's access tokens are stateless: a rule refuses them, also should a
+		// client of the same id be registered before they expire.
+		if err := s.revokeNow(tx, clientKey(id)); err != nil {
+			return fmt.Errorf("storage: delete client: %w", err)
+		}
 		return s.clientChanged(ctx, tx, id)
 	})
 	s.clients.invalidate(id)

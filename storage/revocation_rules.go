@@ -13,7 +13,7 @@ import (
 // Access tokens are stateless JWTs: no row is written per token, so revoking one means
 // recording a rule that matches it. A rule is a key naming what it matches and a time:
 // it revokes every token the key matches that was issued before that time. The four kinds
-// of key (DESIGN.md §3):
+// of key (DESIGN.md §3), and a fifth:
 //
 //	jti:<jti>                       one token (the revocation endpoint)
 //	grant:<grant id>                the access tokens of one grant (refresh rotation and reuse,
@@ -22,9 +22,11 @@ import (
 //	                                revocation, consent withdrawal)
 //	sub:<subject>                   what a subject holds anywhere (credential change,
 //	                                disabled or deleted user)
+//	client:<client id>              what a client holds (a deleted client: its tokens stay
+//	                                refused should a client of that id be registered again)
 //
 // The key is the table's primary key, so whether a token is revoked is one SELECT EXISTS
-// over at most four primary-key lookups (key IN (…) AND issued_before > the token's issue
+// over at most five primary-key lookups (key IN (…) AND issued_before > the token's issue
 // time): one round trip, an index probe per key, whatever the size of the table. A second
 // rule for a key already present widens the first (the later time, the later expiry), so
 // the table holds one row per key and never grows with repeated revocations.
@@ -74,13 +76,14 @@ func (s *Store) accessTokenLifespan() time.Duration {
 }
 
 // AccessTokenRevoked reports whether a revocation rule matches the access token: a rule on
-// its jti, on its grant, on its (subject, client) or on its subject, made after the token
-// was issued. It is one indexed query.
+// its jti, on its grant, on its (subject, client), on its subject or on its client, made
+// after the token was issued. It is one indexed query.
 func (s *Store) AccessTokenRevoked(ctx context.Context, t AccessTokenRef) (bool, error) {
 	var revoked bool
 	err := s.conn(ctx).Raw(s.sql(`SELECT EXISTS (SELECT 1 FROM {revocation_rules}
-		WHERE rule_key IN (?, ?, ?, ?) AND issued_before > ?)`),
+		WHERE rule_key IN (?, ?, ?, ?, ?) AND issued_before > ?)`),
 		jtiKey(t.JTI), grantKey(t.GrantID), subjectClientKey(t.Subject, t.ClientID), subjectKey(t.Subject),
+		clientKey(t.ClientID),
 		micros(t.IssuedAt)).Scan(&revoked).Error
 	if err != nil {
 		return false, fmt.Errorf("storage: check revocation rules: %w", err)
@@ -135,6 +138,8 @@ func jtiKey(jti string) string { return "jti:" + jti }
 func grantKey(grantID string) string { return "grant:" + grantID }
 
 func subjectKey(subject string) string { return "sub:" + subject }
+
+func clientKey(clientID string) string { return "client:" + clientID }
 
 func subjectClientKey(subject, clientID string) string {
 	return "subclient:" + strconv.Itoa(len(subject)) + ":" + subject + clientID
