@@ -14,6 +14,7 @@
 #                           afterwards (default $GATEHOUSE_TEST_POSTGRES_DSN, else
 #                           postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable)
 #   BENCH_JSON              where the JSON report goes (default a new file in $TMPDIR)
+#   BENCH_GOMEMLIMIT=80MiB  Go's soft memory limit for the Gatehouse servers ("off": none)
 #   BENCH_PROFILE=1         capture a CPU profile (BENCH_PROFILE_SECONDS=10) of Gatehouse on
 #                           Postgres with ES256 during BENCH_PROFILE_OP (client_credentials)
 #                           through --debug-addr, and print the head of `go tool pprof -top`
@@ -34,6 +35,12 @@ warmup=${BENCH_WARMUP:-1s}
 runs=${BENCH_RUNS:-pg-ES256 pg-RS256 sqlite-ES256 sqlite-RS256 node}
 pg_base=${BENCH_POSTGRES_DSN:-${GATEHOUSE_TEST_POSTGRES_DSN:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}}
 profile_op=${BENCH_PROFILE_OP:-client_credentials}
+# Go's soft memory limit for the Gatehouse servers (README, "Performance"): the garbage of
+# argon2id hashing (19 MiB a hash) is collected before the heap doubles. "off" runs without.
+gomemlimit=${BENCH_GOMEMLIMIT:-80MiB}
+# GOGC for the Gatehouse servers: with a memory limit, a higher GOGC lets the small heap of
+# the token endpoints grow toward the limit before a collection, instead of doubling.
+gogc=${BENCH_GOGC:-100}
 profile_seconds=${BENCH_PROFILE_SECONDS:-10}
 json=${BENCH_JSON:-${TMPDIR:-/tmp}/gatehouse-bench-$(date -u +%Y%m%dT%H%M%SZ).json}
 node_version=9.13.3 # oidc-provider, pinned: the comparison must not move under us
@@ -118,11 +125,11 @@ gatehouse_run() {
 		set -- "$@" --debug-addr "127.0.0.1:$dport"
 		profile=(-profile-op "$profile_op" -profile-url "http://127.0.0.1:$dport" -profile-seconds "$profile_seconds" -profile-out "$work/cpu.pprof")
 	fi
-	"$work/gatehouse" serve --dsn "$dsn" --secret "$secret" --demo=false --addr "127.0.0.1:$port" --issuer "$base" \
+	GOGC=$gogc GOMEMLIMIT=$gomemlimit "$work/gatehouse" serve --dsn "$dsn" --secret "$secret" --demo=false --addr "127.0.0.1:$port" --issuer "$base" \
 		--access-token-alg "$alg" --login-rate-limit off --lockout off --log-level warn "$@" 2>"$work/$name.log" &
 	server_pid=$!
 	wait_ready "$base/readyz" "$work/$name.log"
-	echo "== $name: Gatehouse, $alg access tokens ($concurrency concurrent, ${seconds}s per operation)" >&2
+	echo "== $name: Gatehouse, $alg access tokens, GOMEMLIMIT=$gomemlimit GOGC=$gogc ($concurrency concurrent, ${seconds}s per operation)" >&2
 	"$work/loadgen" run -name "$name" -issuer "$base" -pid "$server_pid" -c "$concurrency" -d "${seconds}s" -warmup "$warmup" \
 		-client-id rp -client-secret "$rp_secret" -es256-client-id rp-es256 -es256-client-secret "$rp_secret" \
 		-cc-client-id svc -cc-client-secret "$svc_secret" -cc-scope api -redirect-uri "$redirect_uri" \
