@@ -20,7 +20,8 @@ type txKey struct{}
 type txState struct {
 	// store is the Store that began the transaction; another Store ignores it.
 	store *Store
-	tx    *gorm.DB
+	// root is the outermost transaction, shared with the savepoints nested in it.
+	root *txRoot
 	// savepoint names the savepoint of a nested BeginTX; empty for the outermost one.
 	savepoint string
 	depth     int
@@ -31,14 +32,38 @@ type txState struct {
 	pending []*authorizationCodeModel
 }
 
-// flush writes the pending codes of st in one INSERT.
+// txRoot is the database transaction of a BeginTX. It is begun lazily, by the first
+// statement that needs it: a transaction whose only write is the INSERT of its pending
+// codes (an authorization) commits as that one statement on the pool, atomic by itself,
+// without the BEGIN and COMMIT round trips.
+type txRoot struct {
+	tx *gorm.DB // nil until begun
+}
+
+// begin returns the database transaction of st, beginning it on first use.
+func (st *txState) begin(ctx context.Context) (*gorm.DB, error) {
+	if st.root.tx == nil {
+		tx := st.store.db.WithContext(ctx).Begin()
+		if tx.Error != nil {
+			return nil, fmt.Errorf("storage: begin transaction: %w", unavailable(tx.Error))
+		}
+		st.root.tx = tx
+	}
+	return st.root.tx.WithContext(ctx), nil
+}
+
+// flush writes the pending codes of st in one INSERT, inside the transaction.
 func (st *txState) flush(ctx context.Context) error {
 	if len(st.pending) == 0 {
 		return nil
 	}
+	tx, err := st.begin(ctx)
+	if err != nil {
+		return err
+	}
 	rows := st.pending
 	st.pending = nil
-	if err := st.tx.WithContext(ctx).Create(rows).Error; err != nil {
+	if err := tx.Create(rows).Error; err != nil {
 		return fmt.Errorf("storage: create authorization code: %w", err)
 	}
 	return nil
@@ -56,8 +81,11 @@ func (s *Store) txFrom(ctx context.Context) *txState {
 // with that context (or one derived from it) runs inside the transaction until Commit or
 // Rollback. It implements fosite's storage.Transactional.
 //
-// On SQLite the transaction takes the write lock at once (BEGIN IMMEDIATE), so concurrent
-// writers queue rather than fail. On Postgres it runs at READ COMMITTED; the conditional
+// The database transaction begins with the first statement run in it, and a transaction
+// whose only statement would be the INSERT of the authorization codes created in it runs
+// that INSERT alone at Commit, with no BEGIN or COMMIT: one statement is atomic by itself.
+// On SQLite the transaction takes the write lock as it begins (BEGIN IMMEDIATE), so
+// concurrent writers queue rather than fail. On Postgres it runs at READ COMMITTED; the conditional
 // updates of codes and refresh tokens make concurrent use safe.
 //
 // BeginTX on a context that already carries a transaction of s does not start a second one:
@@ -78,20 +106,21 @@ func (s *Store) BeginTX(ctx context.Context) (context.Context, error) {
 		if err := parent.flush(ctx); err != nil {
 			return ctx, err
 		}
+		tx, err := parent.begin(ctx)
+		if err != nil {
+			return ctx, err
+		}
 		name := fmt.Sprintf("gatehouse_sp_%d", parent.depth+1)
-		if err := parent.tx.WithContext(ctx).SavePoint(name).Error; err != nil {
+		if err := tx.SavePoint(name).Error; err != nil {
 			return ctx, fmt.Errorf("storage: begin nested transaction: %w", err)
 		}
 		return context.WithValue(aftercommit.Begin(ctx), txKey{}, &txState{
-			store: s, tx: parent.tx, savepoint: name, depth: parent.depth + 1,
+			store: s, root: parent.root, savepoint: name, depth: parent.depth + 1,
 		}), nil
 	}
-	tx := s.db.WithContext(ctx).Begin()
-	if tx.Error != nil {
-		return ctx, fmt.Errorf("storage: begin transaction: %w", unavailable(tx.Error))
-	}
-	// Deferred work runs with ctx, which carries no transaction.
-	return context.WithValue(aftercommit.Begin(ctx), txKey{}, &txState{store: s, tx: tx}), nil
+	// The database transaction begins with the first statement (txRoot). Deferred work
+	// runs with ctx, which carries no transaction.
+	return context.WithValue(aftercommit.Begin(ctx), txKey{}, &txState{store: s, root: &txRoot{}}), nil
 }
 
 // Commit commits the transaction BeginTX put into ctx (or releases its savepoint, for a
@@ -103,18 +132,31 @@ func (s *Store) Commit(ctx context.Context) error {
 	if st == nil {
 		return errNoTransaction
 	}
+	if st.savepoint == "" && st.root.tx == nil {
+		// Nothing ran in the transaction: its pending codes are its one statement.
+		if len(st.pending) > 0 {
+			rows := st.pending
+			st.pending = nil
+			if err := s.db.WithContext(ctx).Create(rows).Error; err != nil {
+				aftercommit.Discard(ctx)
+				return fmt.Errorf("storage: create authorization code: %w", unavailable(err))
+			}
+		}
+		aftercommit.Commit(ctx)
+		return nil
+	}
 	if err := st.flush(ctx); err != nil {
 		return err
 	}
 	if st.savepoint != "" {
-		if err := st.tx.WithContext(ctx).Exec("RELEASE SAVEPOINT " + st.savepoint).Error; err != nil {
+		if err := st.root.tx.WithContext(ctx).Exec("RELEASE SAVEPOINT " + st.savepoint).Error; err != nil {
 			aftercommit.Discard(ctx)
 			return fmt.Errorf("storage: release savepoint: %w", err)
 		}
 		aftercommit.Commit(ctx)
 		return nil
 	}
-	if err := st.tx.Commit().Error; err != nil {
+	if err := st.root.tx.Commit().Error; err != nil {
 		aftercommit.Discard(ctx)
 		return fmt.Errorf("storage: commit: %w", unavailable(err))
 	}
@@ -133,12 +175,15 @@ func (s *Store) Rollback(ctx context.Context) error {
 	aftercommit.Discard(ctx)
 	st.pending = nil
 	if st.savepoint != "" {
-		if err := st.tx.WithContext(ctx).RollbackTo(st.savepoint).Error; err != nil {
+		if err := st.root.tx.WithContext(ctx).RollbackTo(st.savepoint).Error; err != nil {
 			return fmt.Errorf("storage: rollback to savepoint: %w", err)
 		}
 		return nil
 	}
-	if err := st.tx.Rollback().Error; err != nil {
+	if st.root.tx == nil {
+		return nil // nothing ran
+	}
+	if err := st.root.tx.Rollback().Error; err != nil {
 		return fmt.Errorf("storage: rollback: %w", unavailable(err))
 	}
 	return nil
@@ -180,7 +225,12 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context) error) er
 // statement sees them; a failure to write them is the handle's error.
 func (s *Store) conn(ctx context.Context) *gorm.DB {
 	if st := s.txFrom(ctx); st != nil {
-		db := st.tx.WithContext(ctx)
+		db, err := st.begin(ctx)
+		if err != nil {
+			db = s.db.WithContext(ctx)
+			_ = db.AddError(err)
+			return db
+		}
 		if err := st.flush(ctx); err != nil {
 			_ = db.AddError(err)
 		}

@@ -14,7 +14,7 @@
 #                           afterwards (default $GATEHOUSE_TEST_POSTGRES_DSN, else
 #                           postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable)
 #   BENCH_JSON              where the JSON report goes (default a new file in $TMPDIR)
-#   BENCH_GOMEMLIMIT=80MiB  Go's soft memory limit for the Gatehouse servers ("off": none)
+#   BENCH_GOMEMLIMIT=76MiB  Go's soft memory limit for the Gatehouse servers ("off": none)
 #   BENCH_PROFILE=1         capture a CPU profile (BENCH_PROFILE_SECONDS=10) of Gatehouse on
 #                           Postgres with ES256 during BENCH_PROFILE_OP (client_credentials)
 #                           through --debug-addr, and print the head of `go tool pprof -top`
@@ -37,10 +37,10 @@ pg_base=${BENCH_POSTGRES_DSN:-${GATEHOUSE_TEST_POSTGRES_DSN:-postgres://postgres
 profile_op=${BENCH_PROFILE_OP:-client_credentials}
 # Go's soft memory limit for the Gatehouse servers (README, "Performance"): the garbage of
 # argon2id hashing (19 MiB a hash) is collected before the heap doubles. "off" runs without.
-gomemlimit=${BENCH_GOMEMLIMIT:-80MiB}
+gomemlimit=${BENCH_GOMEMLIMIT:-76MiB}
 # GOGC for the Gatehouse servers: with a memory limit, a higher GOGC lets the small heap of
 # the token endpoints grow toward the limit before a collection, instead of doubling.
-gogc=${BENCH_GOGC:-100}
+gogc=${BENCH_GOGC:-off}
 profile_seconds=${BENCH_PROFILE_SECONDS:-10}
 json=${BENCH_JSON:-${TMPDIR:-/tmp}/gatehouse-bench-$(date -u +%Y%m%dT%H%M%SZ).json}
 node_version=9.13.3 # oidc-provider, pinned: the comparison must not move under us

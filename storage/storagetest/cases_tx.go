@@ -172,6 +172,10 @@ func testTransactions(t *testing.T, s *storage.Store) {
 		testAfterCommit(t, s)
 	})
 
+	t.Run("a transaction whose only write is a code commits it as one statement", func(t *testing.T) {
+		testCodeOnlyTransactions(t, s)
+	})
+
 	t.Run("commit or rollback without a transaction fails", func(t *testing.T) {
 		if err := s.Commit(bg); err == nil {
 			t.Errorf("Commit without BeginTX: got no error, want one")
@@ -378,4 +382,81 @@ func testJanitor(t *testing.T, s *storage.Store) {
 		checkRowsExist(t, s, key, false)
 	}
 	checkRowsExist(t, s, live, true)
+}
+
+// testCodeOnlyTransactions covers the transactions of an authorization: fosite stores a
+// code, its PKCE and its OpenID Connect data, nothing else, and the store writes them at
+// Commit as one INSERT without ever beginning a database transaction. The writes must be
+// exactly as durable, and as absent after a rollback, as in a transaction that ran.
+func testCodeOnlyTransactions(t *testing.T, s *storage.Store) {
+	bg := context.Background()
+	client := mustCreateClient(t, s, "code-only-app")
+	authorize := func(t *testing.T, ctx context.Context, signature string) {
+		t.Helper()
+		req := newRequest(t, client, "user-1", t0)
+		mustNoErr(t, "CreateAuthorizeCodeSession", s.CreateAuthorizeCodeSession(ctx, signature, req))
+		mustNoErr(t, "CreatePKCERequestSession", s.CreatePKCERequestSession(ctx, signature, req))
+		mustNoErr(t, "CreateOpenIDConnectSession", s.CreateOpenIDConnectSession(ctx, signature, req))
+	}
+	stored := func(t *testing.T, signature string) bool {
+		t.Helper()
+		_, err := s.GetAuthorizeCodeSession(bg, signature, newSession())
+		if err != nil && !errors.Is(err, fosite.ErrNotFound) {
+			t.Fatalf("GetAuthorizeCodeSession(%q): %v", signature, err)
+		}
+		if err == nil {
+			if _, err := s.GetPKCERequestSession(bg, signature, newSession()); err != nil {
+				t.Errorf("the code %q was stored without its PKCE data: %v", signature, err)
+			}
+		}
+		return err == nil
+	}
+	for _, c := range []struct {
+		name      string
+		signature string
+		run       func(t *testing.T, ctx context.Context) error
+		want      bool
+	}{
+		{"commit", "code-only-commit", func(t *testing.T, ctx context.Context) error {
+			return s.Commit(ctx)
+		}, true},
+		{"rollback", "code-only-rollback", func(t *testing.T, ctx context.Context) error {
+			return s.Rollback(ctx)
+		}, false},
+		{"a read after the code, then commit", "code-only-read", func(t *testing.T, ctx context.Context) error {
+			if _, err := s.GetAuthorizeCodeSession(ctx, "code-only-read", newSession()); err != nil {
+				t.Errorf("the pending code is not visible inside its transaction: %v", err)
+			}
+			return s.Commit(ctx)
+		}, true},
+		{"a read after the code, then rollback", "code-only-read-rollback", func(t *testing.T, ctx context.Context) error {
+			if _, err := s.GetAuthorizeCodeSession(ctx, "code-only-read-rollback", newSession()); err != nil {
+				t.Errorf("the pending code is not visible inside its transaction: %v", err)
+			}
+			return s.Rollback(ctx)
+		}, false},
+		{"a savepoint released, then commit", "code-only-nested", func(t *testing.T, ctx context.Context) error {
+			inner, err := s.BeginTX(ctx)
+			mustNoErr(t, "nested BeginTX", err)
+			mustNoErr(t, "nested Commit", s.Commit(inner))
+			return s.Commit(ctx)
+		}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, err := s.BeginTX(bg)
+			mustNoErr(t, "BeginTX", err)
+			authorize(t, ctx, c.signature)
+			mustNoErr(t, c.name, c.run(t, ctx))
+			if got := stored(t, c.signature); got != c.want {
+				t.Errorf("code stored after %s: got %v, want %v", c.name, got, c.want)
+			}
+		})
+	}
+	t.Run("an empty transaction commits and rolls back", func(t *testing.T) {
+		for _, end := range []func(context.Context) error{s.Commit, s.Rollback} {
+			ctx, err := s.BeginTX(bg)
+			mustNoErr(t, "BeginTX", err)
+			mustNoErr(t, "end", end(ctx))
+		}
+	})
 }
