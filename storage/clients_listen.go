@@ -30,9 +30,13 @@ func (s *Store) clientsChannel() string {
 // is done, then returns nil.
 //
 // It holds one connection of the pool for as long as it runs (the pool of FromDB and
-// FromGorm included). When that connection breaks it drops every cached client (it may have
-// missed notifications) and reconnects, waiting from half a second up to 30 seconds between
-// attempts; meanwhile the refresh bound still holds. On SQLite, which has no notifications,
+// FromGorm included). When that connection breaks it reconnects, waiting from half a second
+// up to 30 seconds between attempts, and drops every cached client once it listens again
+// (it may have missed notifications). Meanwhile the refresh bound holds, and the cached
+// clients keep serving: a database outage does not stop client_credentials grants of the
+// clients in memory, whose tokens need no database (nobody can change a client while the
+// database is unreachable, and a replica cut off from a database others still write to
+// serves a changed client no longer than the bound). On SQLite, which has no notifications,
 // it returns nil at once. Behind PgBouncer in transaction pooling mode LISTEN does not work:
 // the refresh bound alone applies.
 func (s *Store) ListenClientChanges(ctx context.Context) error {
@@ -46,7 +50,6 @@ func (s *Store) ListenClientChanges(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		s.clients.invalidateAll()
 		if listening {
 			backoff = listenBackoffMin
 		}
