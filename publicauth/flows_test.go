@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -510,6 +511,54 @@ func TestSetRequirePIN(t *testing.T) {
 		e.login(t, u.Email, "correct horse battery")
 		if _, err := e.svc.SetRequirePIN(context.Background(), "no-such-user", true); !errors.Is(err, publicauth.ErrUserNotFound) {
 			t.Errorf("SetRequirePIN of an unknown user = %v, want ErrUserNotFound", err)
+		}
+	})
+}
+
+// TestPasswordResetRace: resets racing on one link are one reset. The one that spends the
+// link sets its password, in the transaction that also revokes the account's grants; the
+// others change nothing, so the password that works is the winner's, never a loser's.
+func TestPasswordResetRace(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
+		e := newEnv(t, b, publicauth.Config{})
+		ctx := context.Background()
+		e.register(t, "gil@example.com", "correct horse battery", "Gil")
+		e.linkToken(t, "gil@example.com", publicauth.PathVerifyEmail) // the registration's mail
+		if err := e.svc.RequestPasswordReset(ctx, "gil@example.com"); err != nil {
+			t.Fatal(err)
+		}
+		token := e.linkToken(t, "gil@example.com", publicauth.PathResetPassword)
+
+		const racers = 6
+		errs := make([]error, racers)
+		var wg sync.WaitGroup
+		for i := range racers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, errs[i] = e.svc.ResetPassword(ctx, token, fmt.Sprintf("racing passphrase number %d", i))
+			}()
+		}
+		wg.Wait()
+		winner := -1
+		for i, err := range errs {
+			switch {
+			case err == nil && winner >= 0:
+				t.Fatalf("resets %d and %d both succeeded on one link", winner, i)
+			case err == nil:
+				winner = i
+			case !errors.Is(err, publicauth.ErrInvalidToken):
+				t.Fatalf("reset %d: %v, want success or ErrInvalidToken", i, err)
+			}
+		}
+		if winner < 0 {
+			t.Fatal("no reset succeeded")
+		}
+		for i := range racers {
+			_, err := e.svc.Authenticate(ctx, "gil@example.com", fmt.Sprintf("racing passphrase number %d", i))
+			if works := err == nil; works != (i == winner) {
+				t.Errorf("password of reset %d works: %v (err %v); only the winner's (%d) may", i, works, err, winner)
+			}
 		}
 	})
 }

@@ -328,13 +328,38 @@ func (s *Service) ResetPassword(ctx context.Context, token, password string) (*U
 	if err := checkAccountPassword(password, u.Email); err != nil {
 		return nil, err
 	}
-	if err := s.passwords.SetPassword(ctx, u.ID, password); err != nil {
+	// Gatehouse's own users get the new hash in the transaction that spends the link and
+	// revokes the account's grants (DESIGN.md §3): of racing resets only the one that spends
+	// the link sets its password, and a failure changes nothing. The hash is computed
+	// first, outside the transaction. Another Accounts store cannot join the transaction:
+	// its password is set first, and should the transaction fail, the link stays usable and
+	// opening it again finishes the job.
+	var setHash func(ctx context.Context) error
+	if s.own {
+		hash, err := s.newPasswordHash(ctx, password)
+		if err != nil {
+			return nil, err
+		}
+		setHash = func(ctx context.Context) error {
+			changed, err := s.store.ChangeUser(ctx, u.ID, UserChange{PasswordHash: &hash})
+			if err != nil {
+				return fmt.Errorf("publicauth: set password: %w", err)
+			}
+			u.PasswordHash = changed.PasswordHash
+			return nil
+		}
+	} else if err := s.passwords.SetPassword(ctx, u.ID, password); err != nil {
 		return nil, fmt.Errorf("publicauth: set password: %w", err)
 	}
 	err = s.store.InTx(ctx, func(ctx context.Context) error {
 		var err error
 		if _, u, err = s.consumeLink(ctx, token, PurposePasswordReset); err != nil {
 			return err
+		}
+		if setHash != nil {
+			if err := setHash(ctx); err != nil {
+				return err
+			}
 		}
 		if err := s.markVerified(ctx, u); err != nil {
 			return err
