@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -401,4 +402,56 @@ func TestIssuerPathMustBePlain(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMountedPagesKeepTheirGuards: under a mount path the hosted pages keep every header of
+// a hosted page, and the state-changing JSON routes still refuse a cross-site Origin.
+func TestMountedPagesKeepTheirGuards(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
+		e := newEnvAt(t, b.Open(t), mountPath, func(string) provider.Config { return provider.Config{} })
+		p := e.browser(t).get(t, e.issuer+"/login")
+		if p.status != http.StatusOK || p.url.Path != mountPath+"/login" {
+			t.Fatalf("GET %s/login: %d at %s", mountPath, p.status, p.url)
+		}
+		wantHostedPageHeaders(t, p)
+
+		// A signed-in user's session, which a cross-site logout must not end.
+		alice := e.user(t, "alice@example.com", "Alice Example")
+		post := func(path, body, origin string, cookie *http.Cookie) jsonResponse {
+			t.Helper()
+			req, err := http.NewRequest(http.MethodPost, e.issuer+path, strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			if origin != "" {
+				req.Header.Set("Origin", origin)
+			}
+			if cookie != nil {
+				req.AddCookie(cookie)
+			}
+			return e.send(t, req)
+		}
+		login := post("/api/public/login", fmt.Sprintf(`{"email": %q, "password": %q}`, alice.Email, testPassword), e.issuer[:len(e.issuer)-len(mountPath)], nil)
+		var session *http.Cookie
+		for _, c := range (&http.Response{Header: login.header}).Cookies() {
+			if c.Name == "public-session" {
+				session = &http.Cookie{Name: c.Name, Value: c.Value}
+			}
+		}
+		if login.status != http.StatusOK || session == nil {
+			t.Fatalf("login under %s: got %s and no public-session cookie", mountPath, login)
+		}
+		if r := post("/api/public/logout", "", "https://evil.example.net", session); r.status != http.StatusForbidden || r.body["error"] != "Forbidden" {
+			t.Errorf("cross-site POST %s/api/public/logout: got %s, want 403 in the JSON error shape", mountPath, r)
+		}
+		req, err := http.NewRequest(http.MethodGet, e.issuer+"/api/public/session", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.AddCookie(session)
+		if r := e.send(t, req); r.status != http.StatusOK {
+			t.Errorf("the session after the refused logout: got %s, want 200", r)
+		}
+	})
 }
