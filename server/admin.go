@@ -101,9 +101,13 @@ func (c *cli) clientCreate(ctx context.Context, args []string) int {
 	cmd.flag(&spec.FirstParty, "first-party", "first-party client: users are not asked for consent")
 	cmd.flag(&spec.ResourceServer, "resource-server", "resource server: may introspect tokens whose audience contains its client id")
 	cmd.str(&spec.IDTokenAlg, "id-token-alg", "RS256|ES256", "", "ID token signing algorithm (default RS256)")
+	auth := addClientAuthFlags(cmd)
 	a := addAdminFlags(cmd)
 	return c.execute(ctx, cmd, args, func(ctx context.Context) error {
 		spec.Scopes = splitScopes(scopes)
+		if err := auth.applyToSpec(&spec); err != nil {
+			return err
+		}
 		var err error
 		if spec.IDTokenAlg, err = idTokenAlg(spec.IDTokenAlg); err != nil {
 			return err
@@ -155,7 +159,7 @@ func optionalBool(name, value string) (*bool, error) {
 func (c *cli) clientUpdate(ctx context.Context, args []string) int {
 	cmd := newCommand("client update", "gatehouse client update --id ID [flags]",
 		"Changes the settings given of an existing client, keeps the others, and prints it as\n"+
-			"JSON (never its secret). A list flag given replaces the whole list; given only with an\n"+
+			"JSON (its secret only when a change of --auth-method issued one). A list flag given replaces the whole list; given only with an\n"+
 			"empty value (--post-logout-redirect-uri=) it empties it. Removing a redirect URI\n"+
 			"revokes the unused authorization codes issued for it. A client stays public or\n"+
 			"confidential: delete it and create it again to change that.")
@@ -171,6 +175,7 @@ func (c *cli) clientUpdate(ctx context.Context, args []string) int {
 	cmd.str(&firstParty, "first-party", "true|false", "", "skip the consent page")
 	cmd.str(&resourceServer, "resource-server", "true|false", "", "may introspect tokens whose audience contains its client id")
 	cmd.str(&alg, "id-token-alg", "RS256|ES256", "", "ID token signing algorithm")
+	auth := addClientAuthFlags(cmd)
 	a := addAdminFlags(cmd)
 	return c.execute(ctx, cmd, args, func(ctx context.Context) error {
 		if id == "" {
@@ -208,6 +213,9 @@ func (c *cli) clientUpdate(ctx context.Context, args []string) int {
 				return err
 			}
 			up.IDTokenAlg = &alg
+		}
+		if err := auth.applyToUpdate(&up); err != nil {
+			return err
 		}
 		if up == (provider.ClientUpdate{}) {
 			return usageError("give at least one setting to change")
