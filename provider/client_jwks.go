@@ -27,6 +27,9 @@ const (
 	// says, and the least time between two fetches of one URI: an attacker sending
 	// assertions with unknown kids cannot make the provider hammer the client's server.
 	jwksMinTTL = time.Minute
+	// jwksRetryAfterFailure is how long a failed fetch is answered from memory, so a client
+	// whose server is down does not make every request wait for a timeout.
+	jwksRetryAfterFailure = 10 * time.Second
 	// jwksDefaultTTL is how long a set is kept when its answer has no max-age.
 	jwksDefaultTTL = time.Hour
 	// jwksMaxTTL caps a max-age, so a key the client removes stops verifying within a day.
@@ -55,6 +58,10 @@ type keySetEntry struct {
 	set       *jose.JSONWebKeySet
 	expires   time.Time
 	fetchedAt time.Time
+	// failedAt and failure are the last failed fetch, answered again until
+	// jwksRetryAfterFailure has passed.
+	failedAt time.Time
+	failure  error
 }
 
 func newClientKeySets(now func() time.Time) *clientKeySets {
@@ -68,7 +75,7 @@ func newClientKeySets(now func() time.Time) *clientKeySets {
 // Resolve returns the key set at location: the cached one while fresh, else a new fetch.
 // With refresh (an unknown kid), it fetches again unless the last fetch is less than
 // jwksMinTTL old. A failed fetch returns errJWKSUnavailable (wrapped), never a stale set
-// past its lifetime.
+// past its lifetime, and is not tried again for jwksRetryAfterFailure.
 func (c *clientKeySets) Resolve(ctx context.Context, location string, refresh bool) (*jose.JSONWebKeySet, error) {
 	c.mu.Lock()
 	e := c.entries[location]
@@ -85,11 +92,22 @@ func (c *clientKeySets) Resolve(ctx context.Context, location string, refresh bo
 	if fresh && (!refresh || now.Sub(e.fetchedAt) < jwksMinTTL) {
 		return e.set, nil
 	}
+	if e.failure != nil && now.Sub(e.failedAt) < jwksRetryAfterFailure {
+		if fresh {
+			return e.set, nil
+		}
+		return nil, e.failure
+	}
 	set, ttl, err := c.fetch(ctx, location)
 	if err != nil {
+		e.failure, e.failedAt = err, now
+		if fresh {
+			// An unknown kid and a failed refetch: the set still held is still valid.
+			return e.set, nil
+		}
 		return nil, err
 	}
-	e.set, e.fetchedAt, e.expires = set, now, now.Add(ttl)
+	e.set, e.fetchedAt, e.expires, e.failure = set, now, now.Add(ttl), nil
 	return set, nil
 }
 

@@ -402,3 +402,63 @@ func TestClientRegistrationRefusesBadKeys(t *testing.T) {
 		}
 	})
 }
+
+// TestClientJWKSURIFailures: a jwks_uri that fails, answers too much or publishes a private
+// key authenticates nobody, and a failed fetch is not retried for the next ten seconds.
+func TestClientJWKSURIFailures(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
+		offset := &atomic.Int64{}
+		clock := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+		e := newEnv(t, b, provider.Config{}, provider.WithClock(clock))
+		key := newECKey(t, "k1")
+		private, err := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: key.priv, KeyID: "k1", Use: "sig"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var answer atomic.Value // func(http.ResponseWriter)
+		var fetches atomic.Int32
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			fetches.Add(1)
+			answer.Load().(func(http.ResponseWriter))(w)
+		}))
+		t.Cleanup(srv.Close)
+		pk := e.client(t, provider.ClientSpec{ID: "pk", AuthMethod: "private_key_jwt", JWKSURI: srv.URL,
+			GrantTypes: []string{"client_credentials"}})
+		for _, step := range []struct {
+			name        string
+			answer      func(http.ResponseWriter)
+			advance     time.Duration
+			wantOK      bool
+			wantFetches int32
+		}{
+			{name: "a 500 fails", answer: func(w http.ResponseWriter) { w.WriteHeader(http.StatusInternalServerError) }, wantFetches: 1},
+			{name: "within ten seconds the failure is not fetched again", answer: func(w http.ResponseWriter) { _, _ = w.Write(jwksOf(t, key)) }, wantFetches: 1},
+			{name: "after ten seconds the set is fetched and verifies", advance: 11 * time.Second, wantOK: true, wantFetches: 2},
+			{name: "a document over 64 KiB fails", advance: 2 * time.Hour,
+				answer: func(w http.ResponseWriter) {
+					_, _ = w.Write([]byte(`{"keys":[],"pad":"` + strings.Repeat("x", 70<<10) + `"}`))
+				}, wantFetches: 3},
+			{name: "a set with a private key fails", advance: time.Minute,
+				answer: func(w http.ResponseWriter) { _, _ = w.Write(private) }, wantFetches: 4},
+		} {
+			t.Run(step.name, func(t *testing.T) {
+				offset.Add(int64(step.advance))
+				if step.answer != nil {
+					answer.Store(step.answer)
+				}
+				a := signWith(t, key.alg, key.priv, key.kid, assertionClaims(pk.ClientID, e.issuer, clock()))
+				r := e.call(t, http.MethodPost, "/api/oauth/token", assertionForm(url.Values{"grant_type": {"client_credentials"}}, a), nil)
+				if step.wantOK && r.status != http.StatusOK {
+					t.Errorf("token: got %s, want 200", r)
+				}
+				if !step.wantOK {
+					wantOAuthError(t, r, http.StatusUnauthorized, "invalid_client")
+				}
+				if got := fetches.Load(); got != step.wantFetches {
+					t.Errorf("fetches: got %d, want %d", got, step.wantFetches)
+				}
+			})
+		}
+	})
+}

@@ -29,8 +29,9 @@ var requestObjectMetadata = []string{"iss", "aud", "exp", "iat", "nbf", "jti"}
 //     fetches a URL a request names);
 //   - request is signed with an algorithm of requestObjectAlgs: "none" and HMAC are
 //     invalid_request_object;
-//   - the object's client_id and iss, when present, are the query's client_id, and its
-//     aud, when present, contains the issuer;
+//   - the object's client_id and iss, when present, are the query's client_id, its aud,
+//     when present, contains the issuer, its exp and nbf hold now, and it nests no request
+//     or request_uri (§4);
 //   - fosite reads request objects only of requests whose query scope has openid (OpenID
 //     Connect Core §6.1); when only the object's scope has it, openid is added to the
 //     query's (the verified object's scope replaces it anyway), and an object with no
@@ -58,6 +59,11 @@ func (p *Provider) checkRequestObject(form url.Values) error {
 		return fosite.ErrInvalidRequestObject.WithHintf("The request object must be signed with one of %s; '%s' is refused.", strings.Join(requestObjectAlgs, ", "), alg)
 	}
 	clientID := form.Get("client_id")
+	_, nestedObject := claims["request"]
+	_, nestedURI := claims["request_uri"]
+	if nestedObject || nestedURI {
+		return fosite.ErrInvalidRequestObject.WithHint("A request object must not contain request or request_uri.")
+	}
 	if id, ok := claims["client_id"]; ok && id != clientID {
 		return fosite.ErrInvalidRequestObject.WithHint("The request object's client_id differs from the request's client_id.")
 	}
