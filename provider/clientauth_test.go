@@ -7,6 +7,7 @@ import (
 	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -459,6 +460,80 @@ func TestClientJWKSURIFailures(t *testing.T) {
 					t.Errorf("fetches: got %d, want %d", got, step.wantFetches)
 				}
 			})
+		}
+	})
+}
+
+// TestClientAuthMethodChanges: a client registered before the methods existed keeps both
+// secret methods until an update pins one; a client_secret_jwt secret rotates like any
+// other; a switch to private_key_jwt deletes the secret and a switch back issues a new one.
+func TestClientAuthMethodChanges(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
+		e := newEnv(t, b, provider.Config{})
+		ctx := t.Context()
+		grant := url.Values{"grant_type": {"client_credentials"}}
+		post := func(c provider.ClientInfo) jsonResponse {
+			return e.call(t, http.MethodPost, "/api/oauth/token", with2(with2(grant, "client_id", c.ClientID), "client_secret", c.ClientSecret), nil)
+		}
+		basic := func(c provider.ClientInfo) jsonResponse { return e.token(t, c, grant) }
+		hs := func(c provider.ClientInfo, secret string) jsonResponse {
+			a := signWith(t, jose.HS256, []byte(secret), "", assertionClaims(c.ClientID, e.issuer, time.Now()))
+			return e.call(t, http.MethodPost, "/api/oauth/token", assertionForm(grant, a), nil)
+		}
+		wantStatus := func(what string, r jsonResponse, status int) {
+			t.Helper()
+			if r.status != status {
+				t.Errorf("%s: got %s, want %d", what, r, status)
+			}
+		}
+
+		legacy := e.client(t, provider.ClientSpec{ID: "legacy", GrantTypes: []string{"client_credentials"}})
+		row, err := e.store.ClientByID(ctx, legacy.ClientID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		row.TokenEndpointAuthMethod = "" // as migration 12 leaves an older client
+		if err := e.store.UpdateClient(ctx, row); err != nil {
+			t.Fatal(err)
+		}
+		wantStatus("legacy client, client_secret_basic", basic(legacy), http.StatusOK)
+		wantStatus("legacy client, client_secret_post", post(legacy), http.StatusOK)
+		method := "client_secret_post"
+		if _, err := e.p.UpdateClient(ctx, legacy.ClientID, provider.ClientUpdate{AuthMethod: &method}); err != nil {
+			t.Fatal(err)
+		}
+		wantStatus("pinned to client_secret_post, client_secret_basic", basic(legacy), http.StatusUnauthorized)
+		wantStatus("pinned to client_secret_post, client_secret_post", post(legacy), http.StatusOK)
+
+		sj := e.client(t, provider.ClientSpec{ID: "sj", AuthMethod: "client_secret_jwt", GrantTypes: []string{"client_credentials"}})
+		wantStatus("client_secret_jwt", hs(sj, sj.ClientSecret), http.StatusOK)
+		rotated, err := e.p.RotateClientSecret(ctx, sj.ClientID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantStatus("client_secret_jwt, the rotated-out secret", hs(sj, sj.ClientSecret), http.StatusUnauthorized)
+		wantStatus("client_secret_jwt, the new secret", hs(sj, rotated), http.StatusOK)
+
+		method = "private_key_jwt"
+		jwks := jwksOf(t, newECKey(t, "k1"))
+		info, err := e.p.UpdateClient(ctx, sj.ClientID, provider.ClientUpdate{AuthMethod: &method, JWKS: &jwks})
+		if err != nil || info.ClientSecret != "" || info.AuthMethod != method {
+			t.Fatalf("UpdateClient to private_key_jwt: got %+v, %v; want the method and no secret", info, err)
+		}
+		if _, err := e.p.RotateClientSecret(ctx, sj.ClientID); !errors.Is(err, provider.ErrNoClientSecret) {
+			t.Errorf("RotateClientSecret of a private_key_jwt client: got %v, want ErrNoClientSecret", err)
+		}
+		method = "client_secret_basic"
+		info, err = e.p.UpdateClient(ctx, sj.ClientID, provider.ClientUpdate{AuthMethod: &method})
+		if err != nil || len(info.ClientSecret) < 32 {
+			t.Fatalf("UpdateClient back to client_secret_basic: got %+v, %v; want a new secret", info, err)
+		}
+		wantStatus("back to client_secret_basic, the old secret", basic(provider.ClientInfo{ClientID: sj.ClientID, ClientSecret: rotated}), http.StatusUnauthorized)
+		wantStatus("back to client_secret_basic, the new secret", basic(info), http.StatusOK)
+		row, err = e.store.ClientByID(ctx, sj.ClientID)
+		if err != nil || len(row.SecretSealed) != 0 {
+			t.Errorf("client_secret_basic client: sealed secret %x (%v), want none kept", row.SecretSealed, err)
 		}
 	})
 }

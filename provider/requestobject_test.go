@@ -1,6 +1,7 @@
 package provider_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -63,6 +64,27 @@ func TestRequestObjects(t *testing.T) {
 			}
 		})
 
+		t.Run("object verified with keys fetched from the client's jwks_uri, without use", func(t *testing.T) {
+			uriKey := newECKey(t, "u1")
+			doc, err := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: uriKey.pub, KeyID: uriKey.kid}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys := newJWKSServer(t, doc, 300)
+			byURI := e.client(t, provider.ClientSpec{ID: "jar-uri", FirstParty: true, JWKSURI: keys.srv.URL})
+			uriRP := e.relyingParty(t, byURI)
+			ar := uriRP.start()
+			state := "object-state-" + randomString(16)
+			claims := with(objectOf(ar, map[string]any{"state": state}), map[string]any{"iss": byURI.ClientID})
+			ar.set("state", "query-state-"+randomString(16)).set("request", signWith(t, uriKey.alg, uriKey.priv, uriKey.kid, claims))
+			ar.state = state
+			code := wantCode(t, e, ar, callback(t, br.get(t, ar.String()), rpRedirectURI))
+			uriRP.exchange(t, ar, code)
+			if got := keys.fetches.Load(); got != 1 {
+				t.Errorf("JWKS fetches: got %d, want 1", got)
+			}
+		})
+
 		for _, tc := range []struct {
 			name   string
 			change func(ar *authRequest)
@@ -99,7 +121,7 @@ func TestRequestObjects(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				ar := rp.start()
 				tc.change(ar)
-				wantAuthError(t, e, ar, callback(t, br.get(t, ar.String()), rpRedirectURI), tc.want, "invalid_request_uri")
+				wantAuthError(t, e, ar, callback(t, br.get(t, ar.String()), rpRedirectURI), tc.want)
 			})
 		}
 	})
