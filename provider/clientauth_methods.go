@@ -86,6 +86,9 @@ func presentedMethod(r *http.Request, form url.Values) (method, clientID, secret
 		if form.Get("client_assertion") == "" {
 			return "", "", "", fosite.ErrInvalidRequest.WithHint("The client_assertion parameter is missing.")
 		}
+		if form.Get("client_secret") != "" {
+			return "", "", "", fosite.ErrInvalidRequest.WithHint("The client authenticated twice: send a client_assertion or a client_secret, never both.")
+		}
 		return "assertion", form.Get("client_id"), "", nil
 	}
 	if id, pass, ok := r.BasicAuth(); ok {
@@ -95,6 +98,9 @@ func presentedMethod(r *http.Request, form url.Values) (method, clientID, secret
 		}
 		if err != nil {
 			return "", "", "", fosite.ErrInvalidRequest.WithHint("The HTTP Basic credentials could not be decoded from application/x-www-form-urlencoded.")
+		}
+		if id := form.Get("client_id"); id != "" && id != clientID {
+			return "", "", "", fosite.ErrInvalidRequest.WithHint("The client_id of the form differs from the client of HTTP Basic.")
 		}
 		if secret == "" {
 			// A public client naming itself in Basic with no password sends no secret.

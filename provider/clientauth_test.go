@@ -213,6 +213,10 @@ func TestClientAssertions(t *testing.T) {
 				form: assertionForm(grant, es(assertionClaims(basic.ClientID, tokenURL, now))), wantError: "invalid_client"},
 			{name: "private_key_jwt client using client_secret_post is invalid_client",
 				form: with2(with2(grant, "client_id", pk.ClientID), "client_secret", "anything"), wantError: "invalid_client"},
+			{name: "an assertion and a client_secret together are invalid_request",
+				form: with2(assertionForm(grant, es(with(pkClaims, map[string]any{"jti": "j-twice"}))), "client_secret", "x"), wantError: "invalid_request"},
+			{name: "HTTP Basic naming another client than the form's client_id is invalid_request",
+				form: with2(grant, "client_id", post.ClientID), auth: basicAuth(basic), wantError: "invalid_request"},
 			{name: "unknown client_assertion_type is invalid_request",
 				form: with2(assertionForm(grant, es(with(pkClaims, map[string]any{"jti": "j-type"}))), "client_assertion_type", "urn:example:saml"), wantError: "invalid_request"},
 		} {
