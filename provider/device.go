@@ -296,7 +296,11 @@ func (h *deviceGrantHandler) HandleTokenEndpointRequest(ctx context.Context, r f
 		}
 		return errAuthorizationPending
 	}
-	session := newSession()
+	// The stored session fills the request's own, as fosite's storage fills it for a code.
+	session, ok := r.GetSession().(*Session)
+	if !ok {
+		return fosite.ErrServerError.WithDebug("the token request's session is not a *provider.Session")
+	}
 	if err := json.Unmarshal([]byte(row.Session), session); err != nil {
 		return fosite.ErrServerError.WithWrap(fmt.Errorf("device code session: %w", err))
 	}
@@ -304,7 +308,6 @@ func (h *deviceGrantHandler) HandleTokenEndpointRequest(ctx context.Context, r f
 	scopes := fosite.RemoveEmpty(strings.Split(form.Get("scope"), " "))
 	audience := fosite.GetAudiences(form)
 	r.SetID(row.RequestID)
-	r.SetSession(session)
 	r.SetRequestedScopes(scopes)
 	r.SetRequestedAudience(audience)
 	for _, s := range scopes {

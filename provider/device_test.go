@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"golang.org/x/oauth2"
 
+	"github.com/gatehouse-id/gatehouse/events"
 	"github.com/gatehouse-id/gatehouse/internal/browsertest"
 	"github.com/gatehouse-id/gatehouse/provider"
 	"github.com/gatehouse-id/gatehouse/storage/storagetest"
@@ -68,8 +69,14 @@ func (b *browser) approveDevice(t *testing.T, e *env, userCode, email, decision 
 func TestDeviceGrant(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
 		var offset atomic.Int64
+		issued := make(chan *events.TokenIssued, 16)
 		e := newEnv(t, b, provider.Config{Device: provider.DeviceConfig{PollInterval: time.Second}},
-			provider.WithClock(func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }))
+			provider.WithClock(func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }),
+			provider.WithEvents(func(_ context.Context, ev provider.Event) {
+				if ti, ok := ev.(*events.TokenIssued); ok {
+					issued <- ti
+				}
+			}))
 		user := e.user(t, "tv-owner@example.com", "TV Owner")
 		tv := deviceClient(t, e, "tv")
 
@@ -124,6 +131,14 @@ func TestDeviceGrant(t *testing.T) {
 			idToken, _ := tok.body["id_token"].(string)
 			if access == "" || refresh == "" || idToken == "" || tok.body["token_type"] != "Bearer" {
 				t.Fatalf("tokens: got %s, want an access, refresh and ID token of type Bearer", tok)
+			}
+			select {
+			case ev := <-issued:
+				if ev.GrantType != provider.GrantTypeDeviceCode || ev.Subject != user.ID || !ev.UserBound || !ev.RefreshToken || !ev.IDToken {
+					t.Errorf("TokenIssued event: got %+v", ev)
+				}
+			default:
+				t.Errorf("no TokenIssued event for the device grant")
 			}
 			claims := e.verifyJWT(t, idToken)
 			if claims["sub"] != user.ID || claims["aud"] != tv.ClientID || claims["email"] != user.Email {
