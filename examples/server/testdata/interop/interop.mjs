@@ -88,16 +88,23 @@ async function privateKey(name) {
 }
 
 // authorize plays the signed-in browser: it requests url with the session cookie and
-// follows the provider's own redirects until one leaves for the redirect URI, which it
-// returns. A page instead (login, consent, error) is a failure.
+// follows the provider's own redirects, keeping the cookies they set as a browser would,
+// until one leaves for the redirect URI, which it returns. A page instead (login, consent,
+// error) is a failure.
 async function authorize(url) {
+  const jar = new Map(cfg.cookie.split(';').map((c) => c.trim().split('=')).map(([k, ...v]) => [k, v.join('=')]))
   let next = new URL(url)
   for (let i = 0; i < MAX_REDIRECTS; i++) {
     const resp = await fetch(next, {
       redirect: 'manual',
-      headers: { cookie: cfg.cookie },
+      headers: { cookie: [...jar].map(([k, v]) => `${k}=${v}`).join('; ') },
       signal: AbortSignal.timeout(HTTP_TIMEOUT_SECONDS * 1000),
     })
+    for (const set of resp.headers.getSetCookie()) {
+      const [pair] = set.split(';')
+      const at = pair.indexOf('=')
+      if (at > 0) jar.set(pair.slice(0, at).trim(), pair.slice(at + 1).trim())
+    }
     const location = resp.headers.get('location')
     if (resp.status < 300 || resp.status > 399 || !location) {
       const body = (await resp.text()).slice(0, 300).replace(/\s+/g, ' ')
@@ -145,11 +152,17 @@ function describe(tokens, claims) {
   return `token_type=${tokens.token_type} sub=${claims.sub} refresh_token=${tokens.refresh_token ? 'yes' : 'no'}`
 }
 
-// jwtClaims decodes a JWT's payload without verifying it (the access token's cnf).
-function jwtClaims(jwt) {
-  const parts = String(jwt).split('.')
-  assert(parts.length === 3, 'the access token is not a JWT')
-  return JSON.parse(Buffer.from(parts[1], 'base64url').toString('utf8'))
+// wantBound checks that a DPoP-bound access token carries the key's thumbprint (RFC 9449
+// §6): as cnf.jkt in the token when it is a JWT (Gatehouse's are), and in the
+// introspection answer (§6.2) in any case.
+async function wantBound(config, accessToken, jkt) {
+  const parts = String(accessToken).split('.')
+  if (parts.length === 3) {
+    const { cnf } = JSON.parse(Buffer.from(parts[1], 'base64url').toString('utf8'))
+    assert(cnf?.jkt === jkt, `access token cnf ${JSON.stringify(cnf)}, want jkt ${jkt}`)
+  }
+  const info = await client.tokenIntrospection(config, accessToken)
+  assert(info.active === true && info.cnf?.jkt === jkt, `introspection answered ${JSON.stringify(info)}, want active with cnf.jkt ${jkt}`)
 }
 
 // jwkThumbprint is the RFC 7638 SHA-256 thumbprint of an EC public key.
@@ -337,10 +350,9 @@ await step('code_flow_dpop', async () => {
   const { tokens, claims } = await codeFlow(config, { grantOptions: { DPoP: handle } })
   assert(tokens.token_type.toLowerCase() === 'dpop', `token_type ${tokens.token_type}, want DPoP`)
   const jkt = await jwkThumbprint(keyPair.publicKey)
-  const cnf = jwtClaims(tokens.access_token).cnf
-  assert(cnf?.jkt === jkt, `access token cnf ${JSON.stringify(cnf)}, want jkt ${jkt}`)
+  await wantBound(config, tokens.access_token, jkt)
   dpop = { config, handle, tokens, claims, jkt }
-  return describe(tokens, claims) + ` cnf.jkt=${jkt}`
+  return describe(tokens, claims) + ` cnf.jkt=${jkt} (token and introspection)`
 })
 
 await step('refresh_dpop', async () => {
@@ -348,8 +360,7 @@ await step('refresh_dpop', async () => {
   need('code_flow_dpop')
   const refreshed = await client.refreshTokenGrant(dpop.config, dpop.tokens.refresh_token, undefined, { DPoP: dpop.handle })
   assert(refreshed.token_type.toLowerCase() === 'dpop', `refreshed token_type ${refreshed.token_type}, want DPoP`)
-  const cnf = jwtClaims(refreshed.access_token).cnf
-  assert(cnf?.jkt === dpop.jkt, `refreshed access token cnf ${JSON.stringify(cnf)}, want jkt ${dpop.jkt}`)
+  await wantBound(dpop.config, refreshed.access_token, dpop.jkt)
   dpop.tokens = refreshed
   return `token_type=${refreshed.token_type} cnf.jkt bound to the same key`
 })
