@@ -35,8 +35,8 @@ import (
 
 // requiredSteps must each run and pass; a skipped one fails the test. Extend it as features
 // land: code_flow_private_key_jwt and code_flow_client_secret_jwt (client authentication),
-// code_flow_par_jar (PAR and request objects), code_flow_dpop, refresh_dpop and
-// userinfo_dpop (DPoP).
+// code_flow_jar (request objects), code_flow_par (PAR), code_flow_par_jar (both),
+// code_flow_dpop, refresh_dpop and userinfo_dpop (DPoP).
 var requiredSteps = []string{
 	"discovery",
 	"code_flow_client_secret_basic",
@@ -59,6 +59,8 @@ var interopSteps = []string{
 	"revocation_client_secret_post",
 	"code_flow_private_key_jwt",
 	"code_flow_client_secret_jwt",
+	"code_flow_jar",
+	"code_flow_par",
 	"code_flow_par_jar",
 	"code_flow_dpop",
 	"refresh_dpop",
@@ -255,7 +257,8 @@ func runInterop(t *testing.T, node, modules, dsn string) {
 			[]string{"--auth-method", "private_key_jwt", "--jwks", jwksFile}, true},
 		{"client_secret_jwt", has(disc.TokenEndpointAuthMethods, "client_secret_jwt"),
 			[]string{"--auth-method", "client_secret_jwt"}, false},
-		{"par", disc.PAREndpoint != "" && disc.RequestParameterSupported && has(disc.TokenEndpointAuthMethods, "private_key_jwt"),
+		{"par", disc.PAREndpoint != "", append(method("client_secret_basic"), "--require-par"), false},
+		{"par_jar", disc.PAREndpoint != "" && disc.RequestParameterSupported && has(disc.TokenEndpointAuthMethods, "private_key_jwt"),
 			[]string{"--auth-method", "private_key_jwt", "--jwks", jwksFile, "--require-par"}, true},
 		{"dpop", len(disc.DPoPSigningAlgs) > 0, append(method("client_secret_basic"), "--require-dpop"), false},
 	}

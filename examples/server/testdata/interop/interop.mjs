@@ -300,42 +300,72 @@ await step('code_flow_client_secret_jwt', async () => {
   return describe(tokens, claims) + '; introspection and revocation with client_secret_jwt'
 })
 
-await step('code_flow_par_jar', async () => {
-  need('discovery')
-  if (!meta.pushed_authorization_request_endpoint) return skip('no pushed_authorization_request_endpoint in discovery')
-  if (meta.request_parameter_supported !== true) return skip('request_parameter_supported is not true')
-  if (!methods(meta, 'token_endpoint_auth_methods_supported').includes('private_key_jwt')) {
-    return skip('token_endpoint_auth_methods_supported lacks private_key_jwt (the PAR client signs with its key)')
-  }
-  const key = await privateKey('par')
-  const config = configFor('par', () => client.PrivateKeyJwt(key))
+// get fetches url as the signed-in browser, without following redirects, and returns the
+// status and the Location.
+async function get(url) {
+  const resp = await fetch(url, { redirect: 'manual', headers: { cookie: cfg.cookie }, signal: AbortSignal.timeout(HTTP_TIMEOUT_SECONDS * 1000) })
+  await resp.body?.cancel()
+  return { status: resp.status, location: resp.headers.get('location') ?? '' }
+}
+
+// pushedFlow runs a code flow whose parameters go to the PAR endpoint (RFC 9126), signed
+// into a request object first (RFC 9101) when key is given, and checks what PAR promises:
+// the front channel carries only client_id and request_uri, the request_uri is single-use,
+// and the client, registered with --require-par, is refused a plain authorization request.
+async function pushedFlow(config, key) {
   const { tokens, claims, url } = await codeFlow(config, {
     build: async (params) => {
-      // A signed request object (RFC 9101) pushed to the PAR endpoint (RFC 9126).
+      if (!key) return client.buildAuthorizationUrlWithPAR(config, params)
       const { searchParams } = await client.buildAuthorizationUrlWithJAR(config, params, key)
       return client.buildAuthorizationUrlWithPAR(config, searchParams)
     },
   })
   const requestURI = url.searchParams.get('request_uri')
   assert(requestURI?.startsWith('urn:ietf:params:oauth:request_uri:'), `request_uri ${requestURI}`)
-  assert(!url.searchParams.has('request') && !url.searchParams.has('scope'), `the front-channel URL carries more than client_id and request_uri: ${url}`)
-  // The request_uri is single-use.
-  const again = await fetch(url, { redirect: 'manual', headers: { cookie: cfg.cookie }, signal: AbortSignal.timeout(HTTP_TIMEOUT_SECONDS * 1000) })
-  const againAt = again.headers.get('location') ?? ''
-  await again.body?.cancel()
-  assert(!againAt.includes('code='), 'a used request_uri gave a second code')
-  // The client is registered with --require-par: a plain authorization request is refused.
-  const plain = client.buildAuthorizationUrl(config, {
+  assert([...url.searchParams.keys()].sort().join(' ') === 'client_id request_uri',
+    `the front-channel URL carries more than client_id and request_uri: ${url}`)
+  const again = await get(url)
+  assert(!again.location.includes('code='), 'a used request_uri gave a second code')
+  const plain = await get(client.buildAuthorizationUrl(config, {
     redirect_uri: cfg.redirect_uri, scope, state: client.randomState(),
     code_challenge: await client.calculatePKCECodeChallenge(client.randomPKCECodeVerifier()), code_challenge_method: 'S256',
-  })
-  const refused = await fetch(plain, { redirect: 'manual', headers: { cookie: cfg.cookie }, signal: AbortSignal.timeout(HTTP_TIMEOUT_SECONDS * 1000) })
-  const refusedAt = refused.headers.get('location') ?? ''
-  await refused.body?.cancel()
-  assert(!refusedAt.includes('code='), 'a client that requires PAR got a code without it')
-  assert(refused.status >= 400 || new URL(refusedAt, issuer).searchParams.get('error') === 'invalid_request',
-    `authorization without PAR answered ${refused.status} ${refusedAt}, want invalid_request`)
+  }))
+  assert(!plain.location.includes('code='), 'a client that requires PAR got a code without it')
+  assert(plain.status >= 400 || new URL(plain.location, issuer).searchParams.get('error') === 'invalid_request',
+    `authorization without PAR answered ${plain.status} ${plain.location}, want invalid_request`)
   return describe(tokens, claims) + '; request_uri single-use; plain request refused'
+}
+
+await step('code_flow_jar', async () => {
+  need('discovery')
+  if (meta.request_parameter_supported !== true) return skip('request_parameter_supported is not true')
+  if (!methods(meta, 'token_endpoint_auth_methods_supported').includes('private_key_jwt')) {
+    return skip('token_endpoint_auth_methods_supported lacks private_key_jwt (the client signs with its registered key)')
+  }
+  const key = await privateKey('private_key_jwt')
+  const config = configFor('private_key_jwt', () => client.PrivateKeyJwt(key))
+  const { tokens, claims, url } = await codeFlow(config, {
+    build: (params) => client.buildAuthorizationUrlWithJAR(config, params, key),
+  })
+  assert(url.searchParams.has('request') && !url.searchParams.has('state'), `the URL carries its parameters outside the request object: ${url}`)
+  return describe(tokens, claims) + '; parameters only in the signed request object'
+})
+
+await step('code_flow_par', async () => {
+  need('discovery')
+  if (!meta.pushed_authorization_request_endpoint) return skip('no pushed_authorization_request_endpoint in discovery')
+  return pushedFlow(configFor('par', (c) => client.ClientSecretBasic(c.client_secret)))
+})
+
+await step('code_flow_par_jar', async () => {
+  need('discovery')
+  if (!meta.pushed_authorization_request_endpoint) return skip('no pushed_authorization_request_endpoint in discovery')
+  if (meta.request_parameter_supported !== true) return skip('request_parameter_supported is not true')
+  if (!methods(meta, 'token_endpoint_auth_methods_supported').includes('private_key_jwt')) {
+    return skip('token_endpoint_auth_methods_supported lacks private_key_jwt (the client signs with its registered key)')
+  }
+  const key = await privateKey('par_jar')
+  return pushedFlow(configFor('par_jar', () => client.PrivateKeyJwt(key)), key)
 })
 
 let dpop
