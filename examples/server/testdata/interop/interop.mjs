@@ -72,7 +72,7 @@ function assert(cond, message) {
 function configFor(name, auth, metadata = {}) {
   const c = cfg.clients?.[name]
   if (!c) throw new Error(`discovery advertises the feature, but the test registered no client "${name}"`)
-  const config = new client.Configuration(server, c.client_id, { redirect_uris: [cfg.redirect_uri], ...metadata }, auth(c))
+  const config = new client.Configuration(meta, c.client_id, { redirect_uris: [cfg.redirect_uri], ...metadata }, auth(c))
   client.allowInsecureRequests(config)
   client.enableNonRepudiationChecks(config)
   config.timeout = HTTP_TIMEOUT_SECONDS
@@ -172,29 +172,29 @@ async function jwkThumbprint(publicKey) {
   return createHash('sha256').update(canonical).digest('base64url')
 }
 
-const methods = (meta, key) => meta[key] ?? []
+// methods is a list-valued metadata entry, empty when absent.
+const methods = (metadata, key) => metadata[key] ?? []
 
 // ---------------------------------------------------------------------------------------
 
-let server
+// meta is the server's metadata, from the discovery step.
 let meta
 await step('discovery', async () => {
   const config = await client.discovery(issuer, cfg.clients.basic.client_id, undefined, undefined, {
     execute: [client.allowInsecureRequests],
     timeout: HTTP_TIMEOUT_SECONDS,
   })
-  server = config.serverMetadata()
-  meta = server
-  assert(server.issuer === cfg.issuer, `issuer ${server.issuer}, want ${cfg.issuer}`)
+  meta = config.serverMetadata()
+  assert(meta.issuer === cfg.issuer, `issuer ${meta.issuer}, want ${cfg.issuer}`)
   for (const key of ['authorization_endpoint', 'token_endpoint', 'userinfo_endpoint', 'jwks_uri',
     'introspection_endpoint', 'revocation_endpoint', 'end_session_endpoint']) {
-    assert(server[key], `discovery has no ${key}`)
+    assert(meta[key], `discovery has no ${key}`)
   }
-  assert(methods(server, 'code_challenge_methods_supported').includes('S256'), 'S256 PKCE not advertised')
-  return `token_endpoint_auth_methods_supported=${methods(server, 'token_endpoint_auth_methods_supported').join(',')}` +
-    ` par=${Boolean(server.pushed_authorization_request_endpoint)}` +
-    ` request_parameter_supported=${Boolean(server.request_parameter_supported)}` +
-    ` dpop=${methods(server, 'dpop_signing_alg_values_supported').join(',') || 'no'}`
+  assert(methods(meta, 'code_challenge_methods_supported').includes('S256'), 'S256 PKCE not advertised')
+  return `token_endpoint_auth_methods_supported=${methods(meta, 'token_endpoint_auth_methods_supported').join(',')}` +
+    ` par=${Boolean(meta.pushed_authorization_request_endpoint)}` +
+    ` request_parameter_supported=${Boolean(meta.request_parameter_supported)}` +
+    ` dpop=${methods(meta, 'dpop_signing_alg_values_supported').join(',') || 'no'}`
 })
 
 // The baseline: client_secret_basic at the token endpoint, then refresh and userinfo.
