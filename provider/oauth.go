@@ -145,6 +145,7 @@ func newOAuth2Provider(cfg Config, store fositeStore, access *accessTokenVerifie
 	fc.TokenEndpointHandlers = fosite.TokenEndpointHandlers{code, clientCredentials, refresh, oidcCode, oidcRefresh, pkceHandler}
 	fc.TokenIntrospectionHandlers = fosite.TokenIntrospectionHandlers{introspection}
 	fc.RevocationHandlers = fosite.RevocationHandlers{revocation}
+	fc.PushedAuthorizeEndpointHandlers = fosite.PushedAuthorizeEndpointHandlers{newPushedAuthorizeHandler(fc, access.store, now)}
 	oauth := fosite.NewOAuth2Provider(store, fc)
 	fc.ClientAuthenticationStrategy = singleClientAuthentication(oauth.DefaultClientAuthenticationStrategy)
 	return oauth, idSigner
