@@ -29,6 +29,10 @@ const (
 	// redirect, short enough that a leaked one is soon worthless (RFC 9126 §2.2 suggests
 	// 5 to 600 seconds).
 	pushedRequestLifespan = 60 * time.Second
+	// maxPushedRequestBytes caps the body of a push. Any client may push (a public one with
+	// its client_id alone), and each push is a stored row: a request that would not fit in
+	// a URL has no business here.
+	maxPushedRequestBytes = 64 << 10
 )
 
 // pushedRequestStore keeps pushed authorization requests; *storage.Store implements it.
@@ -115,6 +119,7 @@ func newPushedAuthorizeHandler(fc *fosite.Config, store pushedRequestStore, now 
 // query string, or a client_id that is not the authenticated client's.
 func (p *Provider) pushAuthorize(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
+	r.Body = http.MaxBytesReader(w, r.Body, maxPushedRequestBytes)
 	ar, err := p.newPushedAuthorizeRequest(ctx, r)
 	if err != nil {
 		p.pushError(w, r, ar, err)
@@ -135,11 +140,11 @@ func (p *Provider) newPushedAuthorizeRequest(ctx context.Context, r *http.Reques
 		// credentials in a URL end up in logs.
 		return nil, fosite.ErrInvalidRequest.WithHint("Send the pushed authorization request's parameters in the form body, not in the URL.")
 	}
-	var resourceErr error
 	// fosite parses the body the same way next and reads the audience from r.Form.
-	if err := r.ParseMultipartForm(1 << 20); err == nil || errors.Is(err, http.ErrNotMultipart) {
-		resourceErr = mergeResources(r.Form)
+	if err := r.ParseMultipartForm(1 << 20); err != nil && !errors.Is(err, http.ErrNotMultipart) {
+		return nil, fosite.ErrInvalidRequest.WithHintf("The request body could not be read; it may hold at most %d bytes.", maxPushedRequestBytes).WithWrap(err)
 	}
+	resourceErr := mergeResources(r.Form)
 	if id, _, ok := r.BasicAuth(); ok && r.Form.Get("client_id") != "" {
 		// fosite authenticates the Basic client but validates the request of the form's
 		// client_id: they must be one client.

@@ -244,6 +244,8 @@ func TestPushedAuthorizationRequests(t *testing.T) {
 				auth: basicAuth(webapp), status: http.StatusBadRequest, code: "invalid_request"},
 			{name: "unregistered scope is invalid_scope", change: func(f url.Values) { f.Set("scope", "openid admin") },
 				auth: basicAuth(webapp), status: http.StatusBadRequest, code: "invalid_scope"},
+			{name: "a body over 64 KiB is invalid_request", change: func(f url.Values) { f.Set("login_hint", strings.Repeat("a", 64<<10)) },
+				auth: basicAuth(webapp), status: http.StatusBadRequest, code: "invalid_request"},
 			{name: "unsupported response_type is refused", change: func(f url.Values) { f.Set("response_type", "token") },
 				auth: basicAuth(webapp), status: http.StatusBadRequest, code: "unsupported_response_type"},
 		} {
