@@ -30,6 +30,7 @@ func clientToModel(c *Client) *clientModel {
 		FirstParty:             c.FirstParty,
 		ResourceServer:         c.ResourceServer,
 		IDTokenAlg:             c.IDTokenAlg,
+		RequireDPoP:            c.RequireDPoP,
 		CreatedAt:              utc(c.CreatedAt),
 		UpdatedAt:              utc(c.UpdatedAt),
 	}
@@ -50,6 +51,7 @@ func (m *clientModel) toClient() *Client {
 		FirstParty:             m.FirstParty,
 		ResourceServer:         m.ResourceServer,
 		IDTokenAlg:             m.IDTokenAlg,
+		RequireDPoP:            m.RequireDPoP,
 		CreatedAt:              timeUTC(m.CreatedAt),
 		UpdatedAt:              timeUTC(m.UpdatedAt),
 	}
@@ -226,7 +228,7 @@ func (s *Store) SetClientAssertionJWT(ctx context.Context, jti string, exp time.
 
 // UpdateClient writes c's settings over the stored client with c.ID: its name, redirect
 // and post-logout redirect URIs, grant and response types, scopes, audience, first-party
-// and resource-server flags, ID token algorithm and UpdatedAt (set to now). The id, secret
+// and resource-server flags, ID token algorithm, DPoP requirement and UpdatedAt (set to now). The id, secret
 // hash, public flag and creation time are not written: SetClientSecretHash changes the
 // secret, and a client never changes between public and confidential.
 //
@@ -249,7 +251,7 @@ func (s *Store) UpdateClient(ctx context.Context, c *Client) error {
 		m := clientToModel(c)
 		err := tx.Model(&clientModel{}).Where("id = ?", c.ID).Select(
 			"name", "redirect_uris", "post_logout_redirect_uris", "grant_types", "response_types",
-			"scopes", "audience", "first_party", "resource_server", "id_token_alg", "updated_at",
+			"scopes", "audience", "first_party", "resource_server", "id_token_alg", "require_dpop", "updated_at",
 		).Updates(m).Error
 		if err != nil {
 			return fmt.Errorf("storage: update client: %w", err)

@@ -33,6 +33,9 @@ func migrations() []migration {
 		{version: 11, name: "authorization codes carry their PKCE and OpenID Connect request data", up: func(tx *gorm.DB, n schemaNames) error {
 			return execAll(tx, n, schemaV11())
 		}},
+		{version: 14, name: "clients that must use DPoP", up: func(tx *gorm.DB, n schemaNames) error {
+			return execAll(tx, n, schemaV14())
+		}},
 	}
 }
 

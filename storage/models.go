@@ -67,6 +67,7 @@ type clientModel struct {
 	FirstParty             bool
 	ResourceServer         bool
 	IDTokenAlg             string    `gorm:"column:id_token_alg"`
+	RequireDPoP            bool      `gorm:"column:require_dpop"`
 	CreatedAt              time.Time `gorm:"autoCreateTime:false"`
 	UpdatedAt              time.Time `gorm:"autoUpdateTime:false"`
 }

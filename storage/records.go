@@ -31,8 +31,11 @@ type Client struct {
 	ResourceServer bool
 	// IDTokenAlg is the JWS algorithm of this client's ID tokens: "RS256" (default) or "ES256".
 	IDTokenAlg string
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
+	// RequireDPoP clients must send a DPoP proof (RFC 9449) with every token request, so
+	// each of their access tokens is bound to their key.
+	RequireDPoP bool
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
 }
 
 var (
