@@ -98,6 +98,10 @@ type ClientSpec struct {
 	ResourceServer bool
 	// IDTokenAlg is optional: "RS256" (the default when empty) or "ES256".
 	IDTokenAlg string
+	// RequireDPoP is optional (default false): every token request of the client must carry
+	// a DPoP proof (RFC 9449), so all its access tokens are bound to its key; one without is
+	// refused with invalid_dpop_proof. Clients without it may still use DPoP.
+	RequireDPoP bool
 }
 
 // ClientInfo is the JSON view of a client. ClientSecret is set only by CreateClient: the
@@ -115,6 +119,7 @@ type ClientInfo struct {
 	FirstParty             bool      `json:"first_party"`
 	ResourceServer         bool      `json:"resource_server"`
 	IDTokenAlg             string    `json:"id_token_signed_response_alg"`
+	RequireDPoP            bool      `json:"dpop_bound_access_tokens"`
 	CreatedAt              time.Time `json:"created_at"`
 }
 
@@ -127,7 +132,7 @@ func (p *Provider) CreateClient(ctx context.Context, spec ClientSpec) (ClientInf
 		ResourceServer: spec.ResourceServer,
 		RedirectURIs:   spec.RedirectURIs, PostLogoutRedirectURIs: spec.PostLogoutRedirectURIs,
 		Scopes: spec.Scopes, GrantTypes: spec.GrantTypes, Audience: spec.Audience, IDTokenAlg: spec.IDTokenAlg,
-		ResponseTypes: []string{"code"},
+		ResponseTypes: []string{"code"}, RequireDPoP: spec.RequireDPoP,
 	}
 	if c.ID == "" {
 		c.ID = uuid.NewString()
@@ -237,7 +242,7 @@ func clientInfo(c *storage.Client) ClientInfo {
 		PostLogoutRedirectURIs: nonNil(c.PostLogoutRedirectURIs), Scopes: nonNil(c.Scopes),
 		GrantTypes: nonNil(c.GrantTypes), Audience: nonNil(c.Audience), Public: c.Public, FirstParty: c.FirstParty,
 		ResourceServer: c.ResourceServer,
-		IDTokenAlg:     c.IDTokenAlg, CreatedAt: c.CreatedAt.UTC(),
+		IDTokenAlg:     c.IDTokenAlg, RequireDPoP: c.RequireDPoP, CreatedAt: c.CreatedAt.UTC(),
 	}
 }
 
@@ -277,6 +282,8 @@ type ClientUpdate struct {
 	ResourceServer *bool
 	// IDTokenAlg replaces the ID token algorithm: "RS256" or "ES256".
 	IDTokenAlg *string
+	// RequireDPoP turns the DPoP requirement on or off (ClientSpec.RequireDPoP).
+	RequireDPoP *bool
 }
 
 // UpdateClient applies up to the client with that id and returns it; the result is
@@ -299,6 +306,7 @@ func (p *Provider) UpdateClient(ctx context.Context, id string, up ClientUpdate)
 		set(&c.FirstParty, up.FirstParty)
 		set(&c.ResourceServer, up.ResourceServer)
 		set(&c.IDTokenAlg, up.IDTokenAlg)
+		set(&c.RequireDPoP, up.RequireDPoP)
 		if err := checkClient(c); err != nil {
 			return err
 		}
