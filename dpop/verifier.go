@@ -29,6 +29,10 @@ var DefaultAlgorithms = []string{"ES256", "ES384", "ES512", "PS256", "PS384", "P
 // the future, when Config.Window is zero.
 const DefaultWindow = time.Minute
 
+// replaySlack is how much longer than its window a jti is remembered: replicas' clocks
+// differ, and one whose clock is behind still accepts a proof another already calls stale.
+const replaySlack = time.Minute
+
 // maxProofBytes bounds a proof: a proof with an RSA-4096 key is under 2 KiB.
 const maxProofBytes = 8 << 10
 
@@ -60,7 +64,8 @@ type Config struct {
 	// asymmetric one of DefaultAlgorithms. Default (empty): DefaultAlgorithms.
 	Algorithms []string
 	// Window is how far a proof's iat may lie from now, in the past or the future. Default
-	// (zero): DefaultWindow. A proof's jti is remembered for as long as it could be accepted.
+	// (zero): DefaultWindow. A proof's jti is remembered for as long as it could be accepted,
+	// plus a minute for clocks that differ between replicas.
 	Window time.Duration
 	// Replay remembers used jti values. Required.
 	Replay ReplayCache
@@ -261,8 +266,8 @@ func (v *Verifier) Verify(ctx context.Context, req Request) (*Proof, error) {
 		return nil, ErrKey
 	}
 	// The jti is scoped by the key: another key's proof cannot spend it. It is remembered
-	// for as long as its iat stays in the window.
-	if err := v.replay.Use(ctx, thumb+":"+c.JTI, iat.Add(v.window)); err != nil {
+	// for as long as its iat stays in the window, on any replica's clock.
+	if err := v.replay.Use(ctx, thumb+":"+c.JTI, iat.Add(v.window+replaySlack)); err != nil {
 		return nil, err
 	}
 	return &Proof{Thumbprint: thumb, PublicKey: jwk.Key, Algorithm: alg, ID: c.JTI, IssuedAt: iat, Nonce: c.Nonce}, nil

@@ -103,8 +103,10 @@ func invalidDPoPProof(description string) *fosite.RFC6749Error {
 	return &fosite.RFC6749Error{ErrorField: dpop.CodeInvalidProof, DescriptionField: description, CodeField: http.StatusBadRequest}
 }
 
-var useDPoPNonce = &fosite.RFC6749Error{ErrorField: dpop.CodeUseNonce,
-	DescriptionField: "Authorization server requires nonce in DPoP proof.", CodeField: http.StatusBadRequest}
+func useDPoPNonce() *fosite.RFC6749Error {
+	return &fosite.RFC6749Error{ErrorField: dpop.CodeUseNonce,
+		DescriptionField: "Authorization server requires nonce in DPoP proof.", CodeField: http.StatusBadRequest}
+}
 
 // tokenDPoP checks the DPoP proof of token request ar (RFC 9449 §5) and returns ctx carrying
 // the key its access token is to be bound to, and whether it is bound. Without a proof the
@@ -131,7 +133,7 @@ func (p *Provider) tokenDPoP(ctx context.Context, w http.ResponseWriter, r *http
 	proof, err := p.dpop.Verify(ctx, dpop.Request{Proofs: proofs, Method: r.Method, URL: p.cfg.Issuer + "/api/oauth/token"})
 	switch {
 	case errors.Is(err, dpop.ErrUseNonce):
-		return ctx, false, useDPoPNonce
+		return ctx, false, useDPoPNonce()
 	case errors.Is(err, dpop.ErrInvalidProof):
 		return ctx, false, invalidDPoPProof("The DPoP proof is invalid: " + strings.TrimPrefix(err.Error(), dpop.ErrInvalidProof.Error()+": ") + ".")
 	case err != nil:
