@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -85,6 +86,16 @@ func (r dpopReplay) Use(ctx context.Context, id string, expiresAt time.Time) err
 	return nil
 }
 
+// validDPoPJKT reports whether jkt, the dpop_jkt of an authorization request, is empty or
+// has the shape of a JWK SHA-256 thumbprint: 32 bytes, base64url without padding.
+func validDPoPJKT(jkt string) bool {
+	if jkt == "" {
+		return true
+	}
+	b, err := base64.RawURLEncoding.DecodeString(jkt)
+	return err == nil && len(b) == sha256.Size
+}
+
 // dpopKeyKey carries, on a token request's context, the thumbprint of the key its access
 // token is bound to; tokenClaimsFor turns it into the cnf claim.
 type dpopKeyKey struct{}
@@ -110,23 +121,27 @@ func useDPoPNonce() *fosite.RFC6749Error {
 
 // tokenDPoP checks the DPoP proof of token request ar (RFC 9449 §5) and returns ctx carrying
 // the key its access token is to be bound to, and whether it is bound. Without a proof the
-// tokens are bearer tokens, unless the client requires DPoP or the refresh token presented
-// is bound (invalid_dpop_proof). A refresh token bound to another key is invalid_grant. A
-// public client's refresh token is bound to the proof's key: the thumbprint is kept in the
-// grant's stored session. A confidential client's is not (§5: it authenticates anyway).
+// tokens are bearer tokens, unless the client requires DPoP or the code or refresh token
+// presented is bound to a key (invalid_dpop_proof). A code or refresh token bound to another
+// key is invalid_grant. A public client's refresh token is bound to the proof's key: the
+// thumbprint is kept in the grant's stored session. A confidential client's is not (§5: it
+// authenticates anyway).
 func (p *Provider) tokenDPoP(ctx context.Context, w http.ResponseWriter, r *http.Request, ar fosite.AccessRequester, granted *Session) (context.Context, bool, error) {
 	if nonce := p.dpop.Nonce(); nonce != "" {
 		w.Header().Set("DPoP-Nonce", nonce)
 	}
 	client, _ := ar.GetClient().(*storage.Client)
 	proofs := r.Header.Values("DPoP")
-	bound := granted.DPoPJKT
+	bound := granted.DPoPJKT // a refresh token's key
+	if ar.GetGrantTypes().ExactOne("authorization_code") {
+		bound = granted.CodeDPoPJKT
+	}
 	if len(proofs) == 0 {
 		switch {
 		case client != nil && client.RequireDPoP:
 			return ctx, false, invalidDPoPProof("This client must send a DPoP proof with every token request.")
 		case bound != "":
-			return ctx, false, invalidDPoPProof("The refresh token is bound to a DPoP key: send a DPoP proof by that key.")
+			return ctx, false, invalidDPoPProof("The grant is bound to a DPoP key: send a DPoP proof by that key.")
 		}
 		return ctx, false, nil
 	}
@@ -140,7 +155,7 @@ func (p *Provider) tokenDPoP(ctx context.Context, w http.ResponseWriter, r *http
 		return ctx, false, fosite.ErrTemporarilyUnavailable.WithWrap(err).WithDebug(err.Error())
 	}
 	if bound != "" && proof.Thumbprint != bound {
-		return ctx, false, fosite.ErrInvalidGrant.WithHint("The refresh token is bound to another DPoP key.")
+		return ctx, false, fosite.ErrInvalidGrant.WithHint("The grant is bound to another DPoP key.")
 	}
 	if ar.GetClient().IsPublic() {
 		granted.DPoPJKT = proof.Thumbprint

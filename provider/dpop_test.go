@@ -15,6 +15,7 @@ import (
 	"time"
 
 	jose "github.com/go-jose/go-jose/v3"
+	"golang.org/x/oauth2"
 
 	"github.com/gatehouse-id/gatehouse/dpop"
 	"github.com/gatehouse-id/gatehouse/provider"
@@ -86,9 +87,9 @@ func withDPoP(scheme, token, proof string, basic func(*http.Request)) func(*http
 
 // authorizationCode signs email in through the hosted pages for rp's client and returns the
 // authorization request and its code, not yet exchanged.
-func authorizationCode(t *testing.T, e *env, rp *relyingParty, email string) (*authRequest, string) {
+func authorizationCode(t *testing.T, e *env, rp *relyingParty, email string, opts ...oauth2.AuthCodeOption) (*authRequest, string) {
 	t.Helper()
-	ar := rp.start()
+	ar := rp.start(opts...)
 	br := e.browser(t)
 	p := br.get(t, ar.String())
 	if p.status == http.StatusOK && p.url.Path == e.base+"/login" {
@@ -250,6 +251,27 @@ func TestDPoP(t *testing.T) {
 			if r.status != http.StatusOK || r.body["token_type"] != "DPoP" {
 				t.Errorf("with a proof: got %s, want 200 DPoP", r)
 			}
+		})
+		t.Run("a code asked for with dpop_jkt is redeemed only with that key", func(t *testing.T) {
+			ar, code := authorizationCode(t, e, e.relyingParty(t, webapp), alice.Email, oauth2.SetAuthURLParam("dpop_jkt", key.jkt))
+			r := e.call(t, http.MethodPost, "/api/oauth/token", codeForm(webapp, ar, code),
+				withDPoP("", "", otherKey.proof(t, http.MethodPost, tokenURL, "", ""), basicAuth(webapp)))
+			wantOAuthError(t, r, http.StatusBadRequest, "invalid_grant")
+			r = e.call(t, http.MethodPost, "/api/oauth/token", codeForm(webapp, ar, code), basicAuth(webapp))
+			wantOAuthError(t, r, http.StatusBadRequest, dpop.CodeInvalidProof)
+			r = e.call(t, http.MethodPost, "/api/oauth/token", codeForm(webapp, ar, code),
+				withDPoP("", "", key.proof(t, http.MethodPost, tokenURL, "", ""), basicAuth(webapp)))
+			if r.status != http.StatusOK || r.body["token_type"] != "DPoP" {
+				t.Fatalf("with the key: got %s, want 200 DPoP", r)
+			}
+			// A confidential client's refresh token stays unbound (RFC 9449 §5).
+			rt, _ := r.body["refresh_token"].(string)
+			if r := e.refresh(t, webapp, rt); r.status != http.StatusOK || r.body["token_type"] != "Bearer" {
+				t.Errorf("refresh without a proof: got %s, want 200 Bearer", r)
+			}
+
+			bad := e.relyingParty(t, webapp).start(oauth2.SetAuthURLParam("dpop_jkt", "not a thumbprint"))
+			wantAuthError(t, e, bad, callback(t, e.browser(t).get(t, bad.String()), rpRedirectURI), "invalid_request")
 		})
 		t.Run("RequireScopes accepts the DPoP scheme", func(t *testing.T) {
 			api := httptest.NewServer(e.p.RequireScopes("openid")(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
