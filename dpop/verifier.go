@@ -241,7 +241,7 @@ func (v *Verifier) Verify(ctx context.Context, req Request) (*Proof, error) {
 	}
 	want, err := NormalizeURI(req.URL)
 	if err != nil {
-		return nil, fmt.Errorf("%w: the request URL %q: %v", ErrURI, req.URL, err)
+		return nil, ErrURI // the caller's URL is no absolute http(s) URI: nothing can match it
 	}
 	if got, err := NormalizeURI(c.HTU); err != nil || got != want {
 		return nil, ErrURI

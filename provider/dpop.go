@@ -130,7 +130,8 @@ func (p *Provider) tokenDPoP(ctx context.Context, w http.ResponseWriter, r *http
 	if nonce := p.dpop.Nonce(); nonce != "" {
 		w.Header().Set("DPoP-Nonce", nonce)
 	}
-	client, _ := ar.GetClient().(*storage.Client)
+	// An interface, not *storage.Client: a client type that embeds it still counts.
+	client, _ := ar.GetClient().(interface{ RequiresDPoP() bool })
 	proofs := r.Header.Values("DPoP")
 	bound := granted.DPoPJKT // a refresh token's key
 	if ar.GetGrantTypes().ExactOne("authorization_code") {
@@ -138,7 +139,7 @@ func (p *Provider) tokenDPoP(ctx context.Context, w http.ResponseWriter, r *http
 	}
 	if len(proofs) == 0 {
 		switch {
-		case client != nil && client.RequireDPoP:
+		case client != nil && client.RequiresDPoP():
 			return ctx, false, invalidDPoPProof("This client must send a DPoP proof with every token request.")
 		case bound != "":
 			return ctx, false, invalidDPoPProof("The grant is bound to a DPoP key: send a DPoP proof by that key.")
@@ -150,6 +151,7 @@ func (p *Provider) tokenDPoP(ctx context.Context, w http.ResponseWriter, r *http
 	case errors.Is(err, dpop.ErrUseNonce):
 		return ctx, false, useDPoPNonce()
 	case errors.Is(err, dpop.ErrInvalidProof):
+		// The reason is one of package dpop's fixed sentences: no quote or backslash.
 		return ctx, false, invalidDPoPProof("The DPoP proof is invalid: " + strings.TrimPrefix(err.Error(), dpop.ErrInvalidProof.Error()+": ") + ".")
 	case err != nil:
 		return ctx, false, fosite.ErrTemporarilyUnavailable.WithWrap(err).WithDebug(err.Error())

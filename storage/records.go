@@ -57,6 +57,9 @@ func (c *Client) GetResponseTypes() fosite.Arguments {
 	return fosite.Arguments(c.ResponseTypes)
 }
 
+// RequiresDPoP reports whether the client must send a DPoP proof with every token request.
+func (c *Client) RequiresDPoP() bool { return c.RequireDPoP }
+
 // GetResponseModes allows the query and form_post response modes (OAuth 2.0 Form Post
 // Response Mode); fragment is never used with the code flow.
 func (c *Client) GetResponseModes() []fosite.ResponseModeType {
