@@ -367,3 +367,59 @@ func TestDPoPNonces(t *testing.T) {
 		}
 	})
 }
+
+// TestDPoPAcrossReplicas: two replicas share one database and the system secret. A nonce
+// issued by one is accepted by the other, and a proof spent at one is a replay at the other.
+func TestDPoPAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
+		store := b.Open(t)
+		const issuer = "https://login.example"
+		secret := strings.Repeat("s", 32)
+		replica := func() *httptest.Server {
+			p, err := provider.New(provider.Config{Issuer: issuer, Secret: testSecret, JanitorInterval: -1,
+				DPoP: provider.DPoPConfig{RequireNonce: true}},
+				provider.WithStore(store), provider.WithLogger(discardLogger()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(p)
+			t.Cleanup(func() { srv.Close(); _ = p.Close() })
+			if _, err := p.CreateClient(context.Background(), provider.ClientSpec{ID: "svc", Secret: secret,
+				GrantTypes: []string{"client_credentials"}}); err != nil && !strings.Contains(err.Error(), "exists") {
+				t.Fatal(err)
+			}
+			return srv
+		}
+		a, bSrv := replica(), replica()
+		key := newDPoPKey(t)
+		post := func(srv *httptest.Server, proof string) (int, map[string]any, http.Header) {
+			t.Helper()
+			req, _ := http.NewRequest(http.MethodPost, srv.URL+"/api/oauth/token",
+				strings.NewReader(url.Values{"grant_type": {"client_credentials"}}.Encode()))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.SetBasicAuth("svc", secret)
+			req.Header.Set("DPoP", proof)
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer res.Body.Close()
+			var body map[string]any
+			_ = json.NewDecoder(res.Body).Decode(&body)
+			return res.StatusCode, body, res.Header
+		}
+		status, body, header := post(a, key.proof(t, http.MethodPost, issuer+"/api/oauth/token", "", ""))
+		nonce := header.Get("DPoP-Nonce")
+		if status != http.StatusBadRequest || body["error"] != dpop.CodeUseNonce || nonce == "" {
+			t.Fatalf("without a nonce at A: got %d %v (nonce %q), want 400 use_dpop_nonce with a nonce", status, body, nonce)
+		}
+		proof := key.proof(t, http.MethodPost, issuer+"/api/oauth/token", "", nonce)
+		if status, body, _ = post(bSrv, proof); status != http.StatusOK || body["token_type"] != "DPoP" {
+			t.Fatalf("A's nonce at B: got %d %v, want 200 DPoP", status, body)
+		}
+		if status, body, _ = post(a, proof); status != http.StatusBadRequest || body["error"] != dpop.CodeInvalidProof {
+			t.Errorf("B's proof again at A: got %d %v, want 400 invalid_dpop_proof", status, body)
+		}
+	})
+}
