@@ -103,6 +103,10 @@ type ClientSpec struct {
 	// invalid_request to one without a pushed request_uri. Config.RequirePAR requires it
 	// of every client.
 	RequirePAR bool
+	// RequireDPoP is optional (default false): every token request of the client must carry
+	// a DPoP proof (RFC 9449), so all its access tokens are bound to its key; one without is
+	// refused with invalid_dpop_proof. Clients without it may still use DPoP.
+	RequireDPoP bool
 }
 
 // ClientInfo is the JSON view of a client. ClientSecret is set only by CreateClient: the
@@ -121,6 +125,7 @@ type ClientInfo struct {
 	ResourceServer         bool      `json:"resource_server"`
 	IDTokenAlg             string    `json:"id_token_signed_response_alg"`
 	RequirePAR             bool      `json:"require_pushed_authorization_requests"`
+	RequireDPoP            bool      `json:"dpop_bound_access_tokens"`
 	CreatedAt              time.Time `json:"created_at"`
 }
 
@@ -133,7 +138,7 @@ func (p *Provider) CreateClient(ctx context.Context, spec ClientSpec) (ClientInf
 		ResourceServer: spec.ResourceServer,
 		RedirectURIs:   spec.RedirectURIs, PostLogoutRedirectURIs: spec.PostLogoutRedirectURIs,
 		Scopes: spec.Scopes, GrantTypes: spec.GrantTypes, Audience: spec.Audience, IDTokenAlg: spec.IDTokenAlg,
-		ResponseTypes: []string{"code"}, RequirePAR: spec.RequirePAR,
+		ResponseTypes: []string{"code"}, RequirePAR: spec.RequirePAR, RequireDPoP: spec.RequireDPoP,
 	}
 	if c.ID == "" {
 		c.ID = uuid.NewString()
@@ -243,7 +248,7 @@ func clientInfo(c *storage.Client) ClientInfo {
 		PostLogoutRedirectURIs: nonNil(c.PostLogoutRedirectURIs), Scopes: nonNil(c.Scopes),
 		GrantTypes: nonNil(c.GrantTypes), Audience: nonNil(c.Audience), Public: c.Public, FirstParty: c.FirstParty,
 		ResourceServer: c.ResourceServer,
-		IDTokenAlg:     c.IDTokenAlg, CreatedAt: c.CreatedAt.UTC(), RequirePAR: c.RequirePAR,
+		IDTokenAlg:     c.IDTokenAlg, CreatedAt: c.CreatedAt.UTC(), RequirePAR: c.RequirePAR, RequireDPoP: c.RequireDPoP,
 	}
 }
 
@@ -286,6 +291,8 @@ type ClientUpdate struct {
 	// RequirePAR turns the pushed-authorization-request requirement on or off
 	// (ClientSpec.RequirePAR). A flow already past the authorization endpoint completes.
 	RequirePAR *bool
+	// RequireDPoP turns the DPoP requirement on or off (ClientSpec.RequireDPoP).
+	RequireDPoP *bool
 }
 
 // UpdateClient applies up to the client with that id and returns it; the result is
@@ -309,6 +316,7 @@ func (p *Provider) UpdateClient(ctx context.Context, id string, up ClientUpdate)
 		set(&c.ResourceServer, up.ResourceServer)
 		set(&c.IDTokenAlg, up.IDTokenAlg)
 		set(&c.RequirePAR, up.RequirePAR)
+		set(&c.RequireDPoP, up.RequireDPoP)
 		if err := checkClient(c); err != nil {
 			return err
 		}

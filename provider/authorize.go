@@ -128,6 +128,8 @@ func (p *Provider) checkPKCE(ar fosite.AuthorizeRequester) error {
 		return fosite.ErrInvalidRequest.WithHint("Clients must use PKCE: send code_challenge with code_challenge_method S256.")
 	case challenge != "" && method != "S256":
 		return fosite.ErrInvalidRequest.WithHint("code_challenge_method must be S256.")
+	case !validDPoPJKT(form.Get("dpop_jkt")):
+		return fosite.ErrInvalidRequest.WithHint("dpop_jkt must be a JWK SHA-256 thumbprint, base64url-encoded.")
 	}
 	return nil
 }
@@ -305,6 +307,7 @@ func (p *Provider) userSession(ctx context.Context, user *publicauth.User, ar fo
 	s := newSession()
 	s.Subject, s.Username = user.ID, user.Email
 	s.ClientID, s.UserBound = ar.GetClient().GetID(), true
+	s.CodeDPoPJKT = ar.GetRequestForm().Get("dpop_jkt") // the code is redeemed only with this key (RFC 9449 §10)
 	c := s.Claims
 	c.Subject = user.ID
 	c.Issuer = p.cfg.Issuer

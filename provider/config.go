@@ -139,6 +139,9 @@ type Config struct {
 	// creates no account but still links to an existing one by verified email) or
 	// RegistrationHook (the WithBeforeRegister hook decides). See publicauth.Config.
 	Registration RegistrationMode
+	// DPoP configures proof-of-possession tokens (RFC 9449): server nonces, the proof
+	// window and algorithms. Its zero value is the default.
+	DPoP DPoPConfig
 	// Scopes declares custom scopes (e.g. {Name: "orders.read", Description: "Read your
 	// orders"}): listed in discovery's scopes_supported, described on the consent page,
 	// and granted like any scope a client is registered with. Default: none.

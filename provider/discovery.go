@@ -30,6 +30,7 @@ type discoveryDocument struct {
 	RevocationEndpointAuthMethodsSupported     []string `json:"revocation_endpoint_auth_methods_supported"`
 	IntrospectionEndpointAuthMethodsSupported  []string `json:"introspection_endpoint_auth_methods_supported"`
 	CodeChallengeMethodsSupported              []string `json:"code_challenge_methods_supported"`
+	DPoPSigningAlgValuesSupported              []string `json:"dpop_signing_alg_values_supported"`
 	ClaimsSupported                            []string `json:"claims_supported"`
 	PromptValuesSupported                      []string `json:"prompt_values_supported"`
 	DisplayValuesSupported                     []string `json:"display_values_supported"`
@@ -75,6 +76,7 @@ func (p *Provider) discoveryDocument() discoveryDocument {
 		RevocationEndpointAuthMethodsSupported:    []string{"client_secret_basic", "client_secret_post", "none"},
 		IntrospectionEndpointAuthMethodsSupported: []string{"client_secret_basic", "client_secret_post"},
 		CodeChallengeMethodsSupported:             []string{"S256"},
+		DPoPSigningAlgValuesSupported:             p.dpop.Algorithms(),
 		ClaimsSupported: []string{"sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "azp",
 			"acr", "amr", "email", "email_verified", "name", "updated_at"},
 		PromptValuesSupported:                      []string{"none", "login", "consent", "select_account"},

@@ -36,8 +36,11 @@
 // /auth/, so a company mounts it beside its own routes with mux.Handle("/auth/", p) (not
 // behind http.StripPrefix); see Config.Issuer.
 //
-// An API in the same process checks access tokens with VerifyAccessToken, or guards its
-// routes with RequireScopes and reads the token back with AccessTokenFromContext.
+// An API in the same process checks access tokens with VerifyRequest (Bearer, or DPoP with
+// its proof) or VerifyAccessToken (bearer tokens only), or guards its routes with
+// RequireScopes and reads the token back with AccessTokenFromContext. DPoP-bound tokens
+// (RFC 9449) need no switch; DPoPConfig tunes them, and package dpop checks proofs for a
+// resource server elsewhere.
 //
 // Accounts live in Gatehouse's own users table unless WithAccounts gives the application's
 // own store (Accounts, with the optional AccountRegistrar, PasswordSetter and

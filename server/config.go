@@ -92,6 +92,8 @@ func serveCommand() (c *command, resolve func() (Config, error)) {
 		[]string{provider.AlgRS256, provider.AlgES256}, "access token signing algorithm: RS256 or ES256")
 	c.boolVar(&pc.AllowConfidentialWithoutPKCE, "allow-confidential-without-pkce", "GATEHOUSE_ALLOW_CONFIDENTIAL_WITHOUT_PKCE", false,
 		"let confidential clients omit PKCE (public clients always need it)")
+	c.boolVar(&pc.DPoP.RequireNonce, "dpop-require-nonce", "GATEHOUSE_DPOP_REQUIRE_NONCE", false,
+		"demand a server nonce (DPoP-Nonce) in every DPoP proof, at the token endpoint and the resource endpoints")
 	c.boolVar(&pc.SkipMigrate, "skip-migrate", "GATEHOUSE_SKIP_MIGRATE", false, "do not apply pending migrations at start-up")
 	c.durationVar(&pc.JanitorInterval, "janitor-interval", "GATEHOUSE_JANITOR_INTERVAL", provider.DefaultJanitorInterval,
 		"how often expired rows are deleted; negative turns it off")

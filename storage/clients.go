@@ -31,6 +31,7 @@ func clientToModel(c *Client) *clientModel {
 		ResourceServer:         c.ResourceServer,
 		IDTokenAlg:             c.IDTokenAlg,
 		RequirePAR:             c.RequirePAR,
+		RequireDPoP:            c.RequireDPoP,
 		CreatedAt:              utc(c.CreatedAt),
 		UpdatedAt:              utc(c.UpdatedAt),
 	}
@@ -52,6 +53,7 @@ func (m *clientModel) toClient() *Client {
 		ResourceServer:         m.ResourceServer,
 		IDTokenAlg:             m.IDTokenAlg,
 		RequirePAR:             m.RequirePAR,
+		RequireDPoP:            m.RequireDPoP,
 		CreatedAt:              timeUTC(m.CreatedAt),
 		UpdatedAt:              timeUTC(m.UpdatedAt),
 	}
@@ -231,7 +233,7 @@ func (s *Store) SetClientAssertionJWT(ctx context.Context, jti string, exp time.
 
 // UpdateClient writes c's settings over the stored client with c.ID: its name, redirect
 // and post-logout redirect URIs, grant and response types, scopes, audience, first-party,
-// resource-server and require-PAR flags, ID token algorithm and UpdatedAt (set to now). The id, secret
+// resource-server, require-PAR and require-DPoP flags, ID token algorithm and UpdatedAt (set to now). The id, secret
 // hash, public flag and creation time are not written: SetClientSecretHash changes the
 // secret, and a client never changes between public and confidential.
 //
@@ -254,7 +256,7 @@ func (s *Store) UpdateClient(ctx context.Context, c *Client) error {
 		m := clientToModel(c)
 		err := tx.Model(&clientModel{}).Where("id = ?", c.ID).Select(
 			"name", "redirect_uris", "post_logout_redirect_uris", "grant_types", "response_types",
-			"scopes", "audience", "first_party", "resource_server", "id_token_alg", "require_par", "updated_at",
+			"scopes", "audience", "first_party", "resource_server", "id_token_alg", "require_par", "require_dpop", "updated_at",
 		).Updates(m).Error
 		if err != nil {
 			return fmt.Errorf("storage: update client: %w", err)

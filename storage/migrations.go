@@ -36,6 +36,9 @@ func migrations() []migration {
 		{version: 13, name: "pushed authorization requests, and clients that must push theirs", up: func(tx *gorm.DB, n schemaNames) error {
 			return execAll(tx, n, schemaV13())
 		}},
+		{version: 14, name: "clients that must use DPoP", up: func(tx *gorm.DB, n schemaNames) error {
+			return execAll(tx, n, schemaV14())
+		}},
 		{version: 16, name: "device authorization grant codes", up: func(tx *gorm.DB, n schemaNames) error {
 			return execAll(tx, n, schemaV16())
 		}},

@@ -68,6 +68,7 @@ type clientModel struct {
 	ResourceServer         bool
 	IDTokenAlg             string    `gorm:"column:id_token_alg"`
 	RequirePAR             bool      `gorm:"column:require_par"`
+	RequireDPoP            bool      `gorm:"column:require_dpop"`
 	CreatedAt              time.Time `gorm:"autoCreateTime:false"`
 	UpdatedAt              time.Time `gorm:"autoUpdateTime:false"`
 }
