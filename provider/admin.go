@@ -99,6 +99,15 @@ type ClientSpec struct {
 	ResourceServer bool
 	// IDTokenAlg is optional: "RS256" (the default when empty) or "ES256".
 	IDTokenAlg string
+	// RequirePAR is optional (default false): the client must push every authorization
+	// request to /api/oauth/par (RFC 9126); the authorization endpoint answers
+	// invalid_request to one without a pushed request_uri. Config.RequirePAR requires it
+	// of every client.
+	RequirePAR bool
+	// RequireDPoP is optional (default false): every token request of the client must carry
+	// a DPoP proof (RFC 9449), so all its access tokens are bound to its key; one without is
+	// refused with invalid_dpop_proof. Clients without it may still use DPoP.
+	RequireDPoP bool
 	// AuthMethod is optional: how the client authenticates at the token, introspection,
 	// revocation and PAR endpoints; any other method is refused with invalid_client.
 	// "client_secret_basic" (the default for a confidential client), "client_secret_post",
@@ -144,10 +153,12 @@ type ClientInfo struct {
 	JWKSURI          string          `json:"jwks_uri,omitempty"`
 	JWKS             json.RawMessage `json:"jwks,omitempty"`
 	RequestObjectAlg string          `json:"request_object_signing_alg,omitempty"`
+	RequirePAR       bool            `json:"require_pushed_authorization_requests"`
+	RequireDPoP      bool            `json:"dpop_bound_access_tokens"`
 	CreatedAt        time.Time       `json:"created_at"`
 }
 
-var grantTypesSupported = []string{"authorization_code", "refresh_token", "client_credentials"}
+var grantTypesSupported = []string{"authorization_code", "refresh_token", "client_credentials", GrantTypeDeviceCode}
 
 // CreateClient registers a client and returns it with its secret in clear, once (a
 // private_key_jwt client has none).
@@ -157,7 +168,7 @@ func (p *Provider) CreateClient(ctx context.Context, spec ClientSpec) (ClientInf
 		ResourceServer: spec.ResourceServer,
 		RedirectURIs:   spec.RedirectURIs, PostLogoutRedirectURIs: spec.PostLogoutRedirectURIs,
 		Scopes: spec.Scopes, GrantTypes: spec.GrantTypes, Audience: spec.Audience, IDTokenAlg: spec.IDTokenAlg,
-		ResponseTypes: []string{"code"},
+		ResponseTypes: []string{"code"}, RequirePAR: spec.RequirePAR, RequireDPoP: spec.RequireDPoP,
 		ClientAuthentication: storage.ClientAuthentication{
 			TokenEndpointAuthMethod: spec.AuthMethod, JWKSURI: spec.JWKSURI, JWKS: spec.JWKS,
 			RequestObjectSigningAlg: spec.RequestObjectAlg,
@@ -281,7 +292,7 @@ func clientInfo(c *storage.Client) ClientInfo {
 		PostLogoutRedirectURIs: nonNil(c.PostLogoutRedirectURIs), Scopes: nonNil(c.Scopes),
 		GrantTypes: nonNil(c.GrantTypes), Audience: nonNil(c.Audience), Public: c.Public, FirstParty: c.FirstParty,
 		ResourceServer: c.ResourceServer,
-		IDTokenAlg:     c.IDTokenAlg, CreatedAt: c.CreatedAt.UTC(),
+		IDTokenAlg:     c.IDTokenAlg, CreatedAt: c.CreatedAt.UTC(), RequirePAR: c.RequirePAR, RequireDPoP: c.RequireDPoP,
 		AuthMethod: c.AuthMethod(), JWKSURI: c.JWKSURI, JWKS: json.RawMessage(c.JWKS),
 		RequestObjectAlg: c.RequestObjectSigningAlg,
 	}
@@ -323,6 +334,11 @@ type ClientUpdate struct {
 	ResourceServer *bool
 	// IDTokenAlg replaces the ID token algorithm: "RS256" or "ES256".
 	IDTokenAlg *string
+	// RequirePAR turns the pushed-authorization-request requirement on or off
+	// (ClientSpec.RequirePAR). A flow already past the authorization endpoint completes.
+	RequirePAR *bool
+	// RequireDPoP turns the DPoP requirement on or off (ClientSpec.RequireDPoP).
+	RequireDPoP *bool
 	// AuthMethod replaces the client authentication method (ClientSpec.AuthMethod) of a
 	// confidential client. A change to a method that needs a secret the client lacks (any
 	// secret method after private_key_jwt; client_secret_jwt, whose secret must also be
@@ -359,6 +375,8 @@ func (p *Provider) UpdateClient(ctx context.Context, id string, up ClientUpdate)
 		set(&c.FirstParty, up.FirstParty)
 		set(&c.ResourceServer, up.ResourceServer)
 		set(&c.IDTokenAlg, up.IDTokenAlg)
+		set(&c.RequirePAR, up.RequirePAR)
+		set(&c.RequireDPoP, up.RequireDPoP)
 		set(&c.TokenEndpointAuthMethod, up.AuthMethod)
 		set(&c.JWKSURI, up.JWKSURI)
 		set(&c.JWKS, up.JWKS)

@@ -79,12 +79,21 @@ type Config struct {
 	// (30 minutes).
 	LoginRequestLifespan time.Duration
 
+	// Device configures the device authorization grant (RFC 8628): its codes' lifespan and
+	// polling interval. Its zero value takes the defaults of DeviceConfig.
+	Device DeviceConfig
+
 	// AccessTokenAlg is the JWS algorithm of access tokens: AlgES256 (default: an ECDSA
 	// P-256 signature costs a fraction of an RSA one) or AlgRS256.
 	AccessTokenAlg string
 	// AllowConfidentialWithoutPKCE relaxes the PKCE requirement for confidential clients.
 	// Default false: every authorization request must carry an S256 code_challenge.
 	AllowConfidentialWithoutPKCE bool
+	// RequirePAR makes every client push its authorization requests (RFC 9126): the
+	// authorization endpoint answers invalid_request to a request without a request_uri
+	// from /api/oauth/par, and discovery says require_pushed_authorization_requests.
+	// Default false: only clients registered with ClientSpec.RequirePAR must push.
+	RequirePAR bool
 	// SkipMigrate leaves the database schema alone at start-up (run `migrate` yourself).
 	// Default false: pending migrations are applied by New.
 	SkipMigrate bool
@@ -130,6 +139,9 @@ type Config struct {
 	// creates no account but still links to an existing one by verified email) or
 	// RegistrationHook (the WithBeforeRegister hook decides). See publicauth.Config.
 	Registration RegistrationMode
+	// DPoP configures proof-of-possession tokens (RFC 9449): server nonces, the proof
+	// window and algorithms. Its zero value is the default.
+	DPoP DPoPConfig
 	// Scopes declares custom scopes (e.g. {Name: "orders.read", Description: "Read your
 	// orders"}): listed in discovery's scopes_supported, described on the consent page,
 	// and granted like any scope a client is registered with. Default: none.
@@ -246,6 +258,10 @@ func (cfg Config) withDefaults() (Config, error) {
 		if d < 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive", name))
 		}
+	}
+	var deviceErr error
+	if cfg.Device, deviceErr = cfg.Device.withDefaults(); deviceErr != nil {
+		errs = append(errs, deviceErr)
 	}
 	// publicauth owns the defaults and rules of the settings it is configured with.
 	auth, err := cfg.publicAuthConfig().WithDefaults()

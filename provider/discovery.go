@@ -17,7 +17,10 @@ type discoveryDocument struct {
 	JWKSURI                                   string   `json:"jwks_uri"`
 	RevocationEndpoint                        string   `json:"revocation_endpoint"`
 	IntrospectionEndpoint                     string   `json:"introspection_endpoint"`
+	PushedAuthorizationRequestEndpoint        string   `json:"pushed_authorization_request_endpoint"`
+	RequirePushedAuthorizationRequests        bool     `json:"require_pushed_authorization_requests"`
 	EndSessionEndpoint                        string   `json:"end_session_endpoint"`
+	DeviceAuthorizationEndpoint               string   `json:"device_authorization_endpoint"`
 	ScopesSupported                           []string `json:"scopes_supported"`
 	ResponseTypesSupported                    []string `json:"response_types_supported"`
 	ResponseModesSupported                    []string `json:"response_modes_supported"`
@@ -34,6 +37,7 @@ type discoveryDocument struct {
 	RevocationEndpointAuthSigningAlgValuesSupported    []string `json:"revocation_endpoint_auth_signing_alg_values_supported"`
 	IntrospectionEndpointAuthSigningAlgValuesSupported []string `json:"introspection_endpoint_auth_signing_alg_values_supported"`
 	RequestObjectSigningAlgValuesSupported             []string `json:"request_object_signing_alg_values_supported"`
+	DPoPSigningAlgValuesSupported                      []string `json:"dpop_signing_alg_values_supported"`
 	ClaimsSupported                                    []string `json:"claims_supported"`
 	PromptValuesSupported                              []string `json:"prompt_values_supported"`
 	DisplayValuesSupported                             []string `json:"display_values_supported"`
@@ -65,11 +69,14 @@ func (p *Provider) discoveryDocument() discoveryDocument {
 		JWKSURI:                                            iss + "/.well-known/jwks.json",
 		RevocationEndpoint:                                 iss + "/api/oauth/revoke",
 		IntrospectionEndpoint:                              iss + "/api/oauth/introspect",
+		PushedAuthorizationRequestEndpoint:                 iss + "/api/oauth/par",
+		RequirePushedAuthorizationRequests:                 p.cfg.RequirePAR,
 		EndSessionEndpoint:                                 iss + "/api/oauth/logout",
 		ScopesSupported:                                    supportedScopes(p.cfg.Scopes),
 		ResponseTypesSupported:                             []string{"code"},
 		ResponseModesSupported:                             []string{"query", "form_post"},
-		GrantTypesSupported:                                []string{"authorization_code", "refresh_token", "client_credentials"},
+		GrantTypesSupported:                                grantTypesSupported,
+		DeviceAuthorizationEndpoint:                        iss + "/api/oauth/device/code",
 		SubjectTypesSupported:                              []string{"public"},
 		IDTokenSigningAlgValuesSupported:                   []string{AlgRS256, AlgES256},
 		TokenEndpointAuthMethodsSupported:                  clientAuthMethods,
@@ -81,6 +88,7 @@ func (p *Provider) discoveryDocument() discoveryDocument {
 		RequestObjectSigningAlgValuesSupported:             requestObjectAlgs,
 		RequestParameterSupported:                          true,
 		CodeChallengeMethodsSupported:                      []string{"S256"},
+		DPoPSigningAlgValuesSupported:                      p.dpop.Algorithms(),
 		ClaimsSupported: []string{"sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "azp",
 			"acr", "amr", "email", "email_verified", "name", "updated_at"},
 		PromptValuesSupported:                      []string{"none", "login", "consent", "select_account"},

@@ -65,8 +65,8 @@ type fositeStore interface {
 }
 
 // newOAuth2Provider assembles fosite from typed handlers: authorization code (with PKCE and
-// OpenID Connect), refresh token, client credentials, introspection and revocation. Nothing
-// else is enabled — no implicit or hybrid flow, no password grant. Access tokens are
+// OpenID Connect), refresh token, client credentials, introspection, revocation and pushed
+// authorization requests (stored in access.store). Nothing else is enabled — no implicit or hybrid flow, no password grant. Access tokens are
 // stateless: access verifies them, for the revocation endpoint among others.
 func newOAuth2Provider(cfg Config, store fositeStore, access *accessTokenVerifier) (*fosite.Fosite, *jwtSigner) {
 	keys, now := access.keys, access.now
@@ -140,11 +140,14 @@ func newOAuth2Provider(cfg Config, store fositeStore, access *accessTokenVerifie
 		AccessTokenStrategy:    tokens,
 	}}
 
+	device := &deviceGrantHandler{fc: fc, store: store, devices: access.store, tokens: tokens, idTokens: idTokens, now: now}
+
 	// The order follows fosite's compose: grant handlers first, OpenID Connect next, PKCE last.
 	fc.AuthorizeEndpointHandlers = fosite.AuthorizeEndpointHandlers{code, oidcCode, pkceHandler}
-	fc.TokenEndpointHandlers = fosite.TokenEndpointHandlers{code, clientCredentials, refresh, oidcCode, oidcRefresh, pkceHandler}
+	fc.TokenEndpointHandlers = fosite.TokenEndpointHandlers{code, clientCredentials, refresh, device, oidcCode, oidcRefresh, pkceHandler}
 	fc.TokenIntrospectionHandlers = fosite.TokenIntrospectionHandlers{introspection}
 	fc.RevocationHandlers = fosite.RevocationHandlers{revocation}
+	fc.PushedAuthorizeEndpointHandlers = fosite.PushedAuthorizeEndpointHandlers{newPushedAuthorizeHandler(fc, access.store, now)}
 	oauth := fosite.NewOAuth2Provider(store, fc)
 	// Every endpoint that authenticates clients (token, introspection, revocation, PAR)
 	// goes through fosite's AuthenticateClient, so this one strategy decides them all.

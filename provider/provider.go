@@ -14,6 +14,7 @@ import (
 
 	"github.com/ory/fosite"
 
+	"github.com/gatehouse-id/gatehouse/dpop"
 	"github.com/gatehouse-id/gatehouse/events"
 	"github.com/gatehouse-id/gatehouse/internal/mountpath"
 	"github.com/gatehouse-id/gatehouse/permissions"
@@ -41,6 +42,8 @@ type Provider struct {
 
 	keys     *keySet
 	verifier *accessTokenVerifier
+	// dpop checks DPoP proofs at the token endpoint and the resource endpoints.
+	dpop     *dpop.Verifier
 	oauth    *fosite.Fosite
 	idSigner *jwtSigner
 	auth     *publicauth.Service
@@ -131,6 +134,9 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	// Revocation rules must outlive the longest access token issued before them.
 	p.store.CoverAccessTokenLifespan(cfg.AccessTokenLifespan)
 	p.verifier = &accessTokenVerifier{keys: p.keys, store: p.store, issuer: cfg.Issuer, now: o.now}
+	if p.dpop, err = newDPoPVerifier(cfg, p.store, o.now); err != nil {
+		return fail(err)
+	}
 	p.oauth, p.idSigner = newOAuth2Provider(cfg, p.fositeStore(), p.verifier)
 
 	if p.limiter, p.closeLimiter, err = newLimiter(cfg.PublicAuth, o); err != nil {

@@ -13,20 +13,18 @@ import (
 	"github.com/ory/fosite"
 )
 
-// parRequestURIPrefix starts every request_uri the PAR endpoint issues (RFC 9126 §2.2).
-const parRequestURIPrefix = "urn:ietf:params:oauth:request_uri:"
-
 // requestObjectMetadata are the claims of a request object that describe the object itself
 // (RFC 9101 §4, RFC 7519) rather than the authorization request: they are not parameters.
 var requestObjectMetadata = []string{"iss", "aud", "exp", "iat", "nbf", "jti"}
 
-// checkRequestObject applies, before fosite parses an authorization request, the rules of
-// RFC 9101 that fosite's request object handling (which verifies the signature with the
-// client's keys and lets the object's parameters replace the query's, §6.3) leaves out:
+// checkRequestObject applies, before fosite parses an authorization request (at the
+// authorization endpoint, or pushed to the PAR endpoint), the rules of RFC 9101 that
+// fosite's request object handling (which verifies the signature with the client's keys and
+// lets the object's parameters replace the query's, §6.3) leaves out:
 //
-//   - request_uri is accepted only when it is one the PAR endpoint issued, and only once
-//     PAR storage exists; any other is request_uri_not_supported (the provider never
-//     fetches a URL a request names);
+//   - a request_uri never reaches fosite: the authorization endpoint consumes those the
+//     PAR endpoint issued (pushedAuthorizeRequest) and refuses any other, so one here is
+//     request_uri_not_supported (the provider never fetches a URL a request names);
 //   - request is signed with an algorithm of requestObjectAlgs: "none" and HMAC are
 //     invalid_request_object;
 //   - the object's client_id and iss, when present, are the query's client_id, its aud,
@@ -46,9 +44,6 @@ func (p *Provider) checkRequestObject(form url.Values) error {
 	case object != "" && requestURI != "":
 		return fosite.ErrInvalidRequest.WithHint("Send either request or request_uri, not both.")
 	case requestURI != "":
-		if _, par := p.oauth.Store.(fosite.PARStorage); par && strings.HasPrefix(requestURI, parRequestURIPrefix) {
-			return nil
-		}
 		return fosite.ErrRequestURINotSupported.WithHint("Only request_uri values issued by this server's pushed authorization request endpoint are accepted.")
 	}
 	claims, alg, err := unverifiedRequestObject(object)

@@ -95,12 +95,14 @@ func (c *cli) clientCreate(ctx context.Context, args []string) int {
 	cmd.listVar(&spec.RedirectURIs, "redirect-uri", "URI", "allowed redirect URI")
 	cmd.listVar(&spec.PostLogoutRedirectURIs, "post-logout-redirect-uri", "URI", "allowed post-logout redirect URI")
 	cmd.listVar(&scopes, "scope", "SCOPES", `allowed scopes, space-separated ("openid profile email")`)
-	cmd.listVar(&spec.GrantTypes, "grant-type", "TYPE", "allowed grant type: authorization_code, refresh_token or client_credentials")
+	cmd.listVar(&spec.GrantTypes, "grant-type", "TYPE", "allowed grant type: authorization_code, refresh_token, client_credentials or urn:ietf:params:oauth:grant-type:device_code")
 	cmd.listVar(&spec.Audience, "audience", "URI", "audience the client may ask tokens for (audience or resource parameter), e.g. an API's URI or a resource server's client id")
 	cmd.flag(&spec.Public, "public", "public client (no secret; PKCE only), e.g. a single-page or mobile app")
 	cmd.flag(&spec.FirstParty, "first-party", "first-party client: users are not asked for consent")
 	cmd.flag(&spec.ResourceServer, "resource-server", "resource server: may introspect tokens whose audience contains its client id")
 	cmd.str(&spec.IDTokenAlg, "id-token-alg", "RS256|ES256", "", "ID token signing algorithm (default RS256)")
+	cmd.flag(&spec.RequirePAR, "require-par", "the client must push its authorization requests to /api/oauth/par (RFC 9126)")
+	cmd.flag(&spec.RequireDPoP, "require-dpop", "every token request must carry a DPoP proof (RFC 9449), binding each token to the client's key")
 	auth := addClientAuthFlags(cmd)
 	a := addAdminFlags(cmd)
 	return c.execute(ctx, cmd, args, func(ctx context.Context) error {
@@ -163,7 +165,7 @@ func (c *cli) clientUpdate(ctx context.Context, args []string) int {
 			"empty value (--post-logout-redirect-uri=) it empties it. Removing a redirect URI\n"+
 			"revokes the unused authorization codes issued for it. A client stays public or\n"+
 			"confidential: delete it and create it again to change that.")
-	var id, name, alg, firstParty, resourceServer string
+	var id, name, alg, firstParty, resourceServer, requirePAR, requireDPoP string
 	var redirectURIs, postLogoutURIs, scopes, grantTypes, audience []string
 	cmd.str(&id, "id", "ID", "", "client id (required)")
 	cmd.str(&name, "name", "NAME", "", "display name, shown on the consent page")
@@ -175,6 +177,8 @@ func (c *cli) clientUpdate(ctx context.Context, args []string) int {
 	cmd.str(&firstParty, "first-party", "true|false", "", "skip the consent page")
 	cmd.str(&resourceServer, "resource-server", "true|false", "", "may introspect tokens whose audience contains its client id")
 	cmd.str(&alg, "id-token-alg", "RS256|ES256", "", "ID token signing algorithm")
+	cmd.str(&requirePAR, "require-par", "true|false", "", "must push its authorization requests to /api/oauth/par (RFC 9126)")
+	cmd.str(&requireDPoP, "require-dpop", "true|false", "", "every token request must carry a DPoP proof")
 	auth := addClientAuthFlags(cmd)
 	a := addAdminFlags(cmd)
 	return c.execute(ctx, cmd, args, func(ctx context.Context) error {
@@ -206,6 +210,12 @@ func (c *cli) clientUpdate(ctx context.Context, args []string) int {
 			return err
 		}
 		if up.ResourceServer, err = optionalBool("resource-server", resourceServer); err != nil {
+			return err
+		}
+		if up.RequirePAR, err = optionalBool("require-par", requirePAR); err != nil {
+			return err
+		}
+		if up.RequireDPoP, err = optionalBool("require-dpop", requireDPoP); err != nil {
 			return err
 		}
 		if cmd.given("id-token-alg") {

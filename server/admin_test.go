@@ -40,6 +40,7 @@ type clientJSON struct {
 	FirstParty             bool     `json:"first_party"`
 	ResourceServer         bool     `json:"resource_server"`
 	IDTokenAlg             string   `json:"id_token_signed_response_alg"`
+	RequireDPoP            bool     `json:"dpop_bound_access_tokens"`
 }
 
 func TestAdminCommands(t *testing.T) {
@@ -87,8 +88,8 @@ func testAdminCommands(t *testing.T, dsn string, env map[string]string) {
 
 	var pub clientJSON
 	decodeJSON(t, mustRun(t, pubEnv, "client", "create", "--dsn", dsn, "--public", "--name", "SPA",
-		"--redirect-uri", "http://localhost:3000/callback", "--grant-type", "authorization_code"), &pub)
-	if pub.ClientID == "" || !pub.Public || pub.ClientSecret != nil || pub.ResourceServer {
+		"--redirect-uri", "http://localhost:3000/callback", "--grant-type", "authorization_code", "--require-dpop"), &pub)
+	if pub.ClientID == "" || !pub.Public || pub.ClientSecret != nil || pub.ResourceServer || !pub.RequireDPoP {
 		t.Errorf("public client: got %+v, want a generated id and no secret", pub)
 	}
 	if !slices.Equal(pub.GrantTypes, []string{"authorization_code"}) {
@@ -118,6 +119,14 @@ func testAdminCommands(t *testing.T, dsn string, env map[string]string) {
 	if changed.Name != "Renamed" || changed.FirstParty || len(changed.PostLogoutRedirectURIs) != 0 ||
 		!slices.Equal(changed.Scopes, []string{"openid", "profile"}) || changed.IDTokenAlg != "RS256" || changed.ClientSecret != nil {
 		t.Errorf("client update: got %+v, want the new name, scopes and algorithm, no post-logout URIs, not first-party, no secret", changed)
+	}
+	if conf.RequireDPoP || changed.RequireDPoP {
+		t.Errorf("a client created without --require-dpop requires DPoP")
+	}
+	var dpopOff clientJSON
+	decodeJSON(t, mustRun(t, env, "client", "update", "--id", pub.ClientID, "--require-dpop=false"), &dpopOff)
+	if dpopOff.RequireDPoP || dpopOff.Name != "SPA" {
+		t.Errorf("client update --require-dpop=false: got %+v, want DPoP no longer required, the rest kept", dpopOff)
 	}
 	if !slices.Equal(changed.Audience, []string{"billing-api"}) {
 		t.Errorf("client update audience: got %v, want [billing-api]", changed.Audience)

@@ -30,6 +30,8 @@ func clientToModel(c *Client) *clientModel {
 		FirstParty:              c.FirstParty,
 		ResourceServer:          c.ResourceServer,
 		IDTokenAlg:              c.IDTokenAlg,
+		RequirePAR:              c.RequirePAR,
+		RequireDPoP:             c.RequireDPoP,
 		TokenEndpointAuthMethod: c.TokenEndpointAuthMethod,
 		JWKSURI:                 c.JWKSURI,
 		JWKS:                    string(c.JWKS),
@@ -55,16 +57,27 @@ func (m *clientModel) toClient() *Client {
 		FirstParty:             m.FirstParty,
 		ResourceServer:         m.ResourceServer,
 		IDTokenAlg:             m.IDTokenAlg,
+		RequirePAR:             m.RequirePAR,
+		RequireDPoP:            m.RequireDPoP,
 		ClientAuthentication: ClientAuthentication{
 			TokenEndpointAuthMethod: m.TokenEndpointAuthMethod,
 			JWKSURI:                 m.JWKSURI,
-			JWKS:                    []byte(m.JWKS),
+			JWKS:                    bytesOrNil(m.JWKS),
 			SecretSealed:            m.SecretSealed,
 			RequestObjectSigningAlg: m.RequestObjectSigningAlg,
 		},
 		CreatedAt: timeUTC(m.CreatedAt),
 		UpdatedAt: timeUTC(m.UpdatedAt),
 	}
+}
+
+// bytesOrNil is s as bytes, nil when empty, so a client without a JWKS reads back as it
+// was written.
+func bytesOrNil(s string) []byte {
+	if s == "" {
+		return nil
+	}
+	return []byte(s)
 }
 
 // CreateClient inserts c, setting c.CreatedAt and c.UpdatedAt to now when they are zero. It
@@ -157,13 +170,16 @@ func (s *Store) ListClients(ctx context.Context) ([]*Client, error) {
 }
 
 // DeleteClient deletes the client and, in the same transaction, everything issued to it:
-// authorization codes, access and refresh tokens, PKCE and OpenID Connect rows, consents and
-// pending authorization requests. It returns ErrNotFound when there is no such client.
+// authorization codes, access and refresh tokens, PKCE and OpenID Connect rows, consents,
+// device codes and pending and pushed authorization requests. It returns ErrNotFound when
+// there is no such client.
 func (s *Store) DeleteClient(ctx context.Context, id string) error {
 	err := s.inTx(ctx, func(tx *gorm.DB) error {
 		for _, model := range []any{
 			&authorizationCodeModel{}, &accessTokenModel{}, &refreshTokenModel{},
 			&pkceRequestModel{}, &oidcSessionModel{}, &consentModel{}, &authRequestModel{},
+			&deviceCodeModel{},
+			&pushedRequestModel{},
 		} {
 			if err := tx.Where("client_id = ?", id).Delete(model).Error; err != nil {
 				return fmt.Errorf("storage: delete client: %w", err)
@@ -237,10 +253,11 @@ func (s *Store) SetClientAssertionJWT(ctx context.Context, jti string, exp time.
 }
 
 // UpdateClient writes c's settings over the stored client with c.ID: its name, redirect
-// and post-logout redirect URIs, grant and response types, scopes, audience, first-party
-// and resource-server flags, ID token algorithm, authentication method, JWKS (URI or
-// document), request object algorithm and UpdatedAt (set to now). The id, secret hash,
-// sealed secret, public flag and creation time are not written: SetClientSecret changes the
+// and post-logout redirect URIs, grant and response types, scopes, audience, first-party,
+// resource-server, require-PAR and require-DPoP flags, ID token algorithm, authentication
+// method, JWKS (URI or document), request object algorithm and UpdatedAt (set to now). The
+// id, secret hash, sealed secret, public flag and creation time are not written:
+// SetClientSecret changes the
 // secret, and a client never changes between public and confidential.
 //
 // In the same transaction it deletes every unused authorization code of the client bound to
@@ -262,7 +279,7 @@ func (s *Store) UpdateClient(ctx context.Context, c *Client) error {
 		m := clientToModel(c)
 		err := tx.Model(&clientModel{}).Where("id = ?", c.ID).Select(
 			"name", "redirect_uris", "post_logout_redirect_uris", "grant_types", "response_types",
-			"scopes", "audience", "first_party", "resource_server", "id_token_alg", "updated_at",
+			"scopes", "audience", "first_party", "resource_server", "id_token_alg", "require_par", "require_dpop", "updated_at",
 			"token_endpoint_auth_method", "jwks_uri", "jwks", "request_object_signing_alg",
 		).Updates(m).Error
 		if err != nil {

@@ -36,6 +36,15 @@ func migrations() []migration {
 		{version: 12, name: "client authentication methods, client keys and request object algorithm", up: func(tx *gorm.DB, n schemaNames) error {
 			return execAll(tx, n, schemaV12())
 		}},
+		{version: 13, name: "pushed authorization requests, and clients that must push theirs", up: func(tx *gorm.DB, n schemaNames) error {
+			return execAll(tx, n, schemaV13())
+		}},
+		{version: 14, name: "clients that must use DPoP", up: func(tx *gorm.DB, n schemaNames) error {
+			return execAll(tx, n, schemaV14())
+		}},
+		{version: 16, name: "device authorization grant codes", up: func(tx *gorm.DB, n schemaNames) error {
+			return execAll(tx, n, schemaV16())
+		}},
 	}
 }
 

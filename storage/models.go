@@ -67,6 +67,8 @@ type clientModel struct {
 	FirstParty             bool
 	ResourceServer         bool
 	IDTokenAlg             string `gorm:"column:id_token_alg"`
+	RequirePAR             bool   `gorm:"column:require_par"`
+	RequireDPoP            bool   `gorm:"column:require_dpop"`
 	// The columns of migration 12 (ClientAuthentication).
 	TokenEndpointAuthMethod string    `gorm:"column:token_endpoint_auth_method"`
 	JWKSURI                 string    `gorm:"column:jwks_uri"`

@@ -13,6 +13,7 @@ func Run(t *testing.T, open func(t *testing.T) *storage.Store) {
 		{"MigrateIsIdempotent", testMigrateIdempotent},
 		{"ClientRoundTrip", testClientRoundTrip},
 		{"ClientResourceServer", testClientResourceServer},
+		{"ClientRequireDPoP", testClientRequireDPoP},
 		{"ClientCreateTwiceConflicts", testClientCreateTwice},
 		{"ListClientsOrdered", testListClients},
 		{"MissingRows", testMissingRows},
@@ -32,6 +33,7 @@ func Run(t *testing.T, open func(t *testing.T) *storage.Store) {
 		{"RefreshRotationAndFamilyRevocation", testRefreshRotation},
 		{"ConcurrentRefreshRotation", testConcurrentRefreshRotation},
 		{"ClientAssertionJTI", testClientAssertionJTI},
+		{"ConcurrentClientAssertionJTI", testConcurrentClientAssertionJTI},
 		{"ConsentUpsert", testConsentUpsert},
 		{"ConcurrentSaveConsent", testConcurrentSaveConsent},
 		{"ConcurrentCreateUser", testConcurrentCreateUser},
@@ -46,6 +48,8 @@ func Run(t *testing.T, open func(t *testing.T) *storage.Store) {
 	cases = append(cases, socialCases()...)
 	cases = append(cases, adminCases()...)
 	cases = append(cases, ruleCases()...)
+	cases = append(cases, deviceCases()...)
+	cases = append(cases, parCases()...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			c.run(t, open(t))
