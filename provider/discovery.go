@@ -2,6 +2,7 @@ package provider
 
 import (
 	"net/http"
+	"slices"
 
 	"github.com/gatehouse-id/gatehouse/internal/httpjson"
 )
@@ -64,7 +65,7 @@ func (p *Provider) discoveryDocument() discoveryDocument {
 		ResponseModesSupported:                    []string{"query", "form_post"},
 		GrantTypesSupported:                       []string{"authorization_code", "refresh_token", "client_credentials"},
 		SubjectTypesSupported:                     []string{"public"},
-		IDTokenSigningAlgValuesSupported:          []string{AlgRS256, AlgES256},
+		IDTokenSigningAlgValuesSupported:          slices.Clone(supportedAlgs),
 		TokenEndpointAuthMethodsSupported:         []string{"client_secret_basic", "client_secret_post", "none"},
 		RevocationEndpointAuthMethodsSupported:    []string{"client_secret_basic", "client_secret_post", "none"},
 		IntrospectionEndpointAuthMethodsSupported: []string{"client_secret_basic", "client_secret_post"},

@@ -21,6 +21,7 @@ import (
 // which narrows the grant to them from then on.
 func (p *Provider) token(w http.ResponseWriter, r *http.Request) {
 	ctx, _ := p.watchGrant(r.Context())
+	ctx = withIssuedAccessToken(ctx)
 	session := newSession()
 	var resourceErr error
 	// fosite parses the body the same way next and reads the audience from r.PostForm.

@@ -29,7 +29,8 @@ type Client struct {
 	// ResourceServer clients may introspect the tokens whose audience names their id, not
 	// only their own tokens.
 	ResourceServer bool
-	// IDTokenAlg is the JWS algorithm of this client's ID tokens: "RS256" (default) or "ES256".
+	// IDTokenAlg is the JWS algorithm of this client's ID tokens: "RS256" (default), "ES256"
+	// or "EdDSA".
 	IDTokenAlg string
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
