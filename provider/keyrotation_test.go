@@ -288,3 +288,53 @@ func TestScheduledKeyRotationAcrossReplicas(t *testing.T) {
 		}
 	})
 }
+
+// TestKeyRotationInterval: Config.KeyRotationInterval's default rotates a key 30 days old
+// and not a second younger, a negative value turns scheduled rotation off, and a value
+// within the activation delay (so a key would be replaced before it ever signed) is refused.
+func TestKeyRotationInterval(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name     string
+		interval time.Duration
+		age      time.Duration // of the keys when the check runs
+		wantErr  string
+		want     int // keys stored after the check
+	}{
+		{"the default rotates keys 30 days old", 0, provider.DefaultKeyRotationInterval, "", 6},
+		{"the default keeps keys a second younger", 0, provider.DefaultKeyRotationInterval - time.Second, "", 3},
+		{"a shorter interval rotates sooner", 2 * time.Hour, 2 * time.Hour, "", 6},
+		{"negative turns scheduled rotation off", -1, 10 * 365 * 24 * time.Hour, "", 3},
+		{"within the activation delay is refused", 90 * time.Second, 0, "key rotation interval", 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			store := storagetest.Backends(t)[0].Open(t)
+			var now atomic.Int64
+			start := time.Now()
+			now.Store(start.UnixNano())
+			p, err := provider.New(provider.Config{Secret: testSecret, JanitorInterval: -1, KeyRotationInterval: c.interval},
+				provider.WithStore(store), provider.WithLogger(discardLogger()),
+				provider.WithClock(func() time.Time { return time.Unix(0, now.Load()) }))
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("New: got error %v, want one about %q", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = p.Close() })
+			now.Store(start.Add(c.age).UnixNano())
+			if err := p.RotateDueKeys(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if rows, err := store.SigningKeys(ctx); err != nil || len(rows) != c.want {
+				t.Errorf("stored keys after a check at age %v: got %d (%v), want %d", c.age, len(rows), err, c.want)
+			}
+		})
+	}
+}
