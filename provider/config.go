@@ -92,6 +92,11 @@ type Config struct {
 	// AllowConfidentialWithoutPKCE relaxes the PKCE requirement for confidential clients.
 	// Default false: every authorization request must carry an S256 code_challenge.
 	AllowConfidentialWithoutPKCE bool
+	// RequirePAR makes every client push its authorization requests (RFC 9126): the
+	// authorization endpoint answers invalid_request to a request without a request_uri
+	// from /api/oauth/par, and discovery says require_pushed_authorization_requests.
+	// Default false: only clients registered with ClientSpec.RequirePAR must push.
+	RequirePAR bool
 	// SkipMigrate leaves the database schema alone at start-up (run `migrate` yourself).
 	// Default false: pending migrations are applied by New.
 	SkipMigrate bool

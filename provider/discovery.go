@@ -17,6 +17,8 @@ type discoveryDocument struct {
 	JWKSURI                                    string   `json:"jwks_uri"`
 	RevocationEndpoint                         string   `json:"revocation_endpoint"`
 	IntrospectionEndpoint                      string   `json:"introspection_endpoint"`
+	PushedAuthorizationRequestEndpoint         string   `json:"pushed_authorization_request_endpoint"`
+	RequirePushedAuthorizationRequests         bool     `json:"require_pushed_authorization_requests"`
 	EndSessionEndpoint                         string   `json:"end_session_endpoint"`
 	DeviceAuthorizationEndpoint                string   `json:"device_authorization_endpoint"`
 	ScopesSupported                            []string `json:"scopes_supported"`
@@ -60,6 +62,8 @@ func (p *Provider) discoveryDocument() discoveryDocument {
 		JWKSURI:                                   iss + "/.well-known/jwks.json",
 		RevocationEndpoint:                        iss + "/api/oauth/revoke",
 		IntrospectionEndpoint:                     iss + "/api/oauth/introspect",
+		PushedAuthorizationRequestEndpoint:        iss + "/api/oauth/par",
+		RequirePushedAuthorizationRequests:        p.cfg.RequirePAR,
 		EndSessionEndpoint:                        iss + "/api/oauth/logout",
 		ScopesSupported:                           supportedScopes(p.cfg.Scopes),
 		ResponseTypesSupported:                    []string{"code"},

@@ -69,8 +69,8 @@ type fositeStore interface {
 }
 
 // newOAuth2Provider assembles fosite from typed handlers: authorization code (with PKCE and
-// OpenID Connect), refresh token, client credentials, introspection and revocation. Nothing
-// else is enabled — no implicit or hybrid flow, no password grant. Access tokens are
+// OpenID Connect), refresh token, client credentials, introspection, revocation and pushed
+// authorization requests (stored in access.store). Nothing else is enabled — no implicit or hybrid flow, no password grant. Access tokens are
 // stateless: access verifies them, for the revocation endpoint among others.
 func newOAuth2Provider(cfg Config, store fositeStore, access *accessTokenVerifier) (*fosite.Fosite, *jwtSigner) {
 	keys, now := access.keys, access.now
@@ -153,6 +153,7 @@ func newOAuth2Provider(cfg Config, store fositeStore, access *accessTokenVerifie
 	fc.TokenEndpointHandlers = fosite.TokenEndpointHandlers{code, clientCredentials, refresh, device, oidcCode, oidcRefresh, pkceHandler}
 	fc.TokenIntrospectionHandlers = fosite.TokenIntrospectionHandlers{introspection}
 	fc.RevocationHandlers = fosite.RevocationHandlers{revocation}
+	fc.PushedAuthorizeEndpointHandlers = fosite.PushedAuthorizeEndpointHandlers{newPushedAuthorizeHandler(fc, access.store, now)}
 	oauth := fosite.NewOAuth2Provider(store, fc)
 	fc.ClientAuthenticationStrategy = singleClientAuthentication(oauth.DefaultClientAuthenticationStrategy)
 	return oauth, idSigner

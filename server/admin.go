@@ -103,6 +103,7 @@ func (c *cli) clientCreate(ctx context.Context, args []string) int {
 	cmd.flag(&spec.FirstParty, "first-party", "first-party client: users are not asked for consent")
 	cmd.flag(&spec.ResourceServer, "resource-server", "resource server: may introspect tokens whose audience contains its client id")
 	cmd.str(&spec.IDTokenAlg, "id-token-alg", "RS256|ES256|EdDSA", "", "ID token signing algorithm (default RS256)")
+	cmd.flag(&spec.RequirePAR, "require-par", "the client must push its authorization requests to /api/oauth/par (RFC 9126)")
 	a := addAdminFlags(cmd)
 	return c.execute(ctx, cmd, args, func(ctx context.Context) error {
 		spec.Scopes = splitScopes(scopes)
@@ -165,7 +166,7 @@ func (c *cli) clientUpdate(ctx context.Context, args []string) int {
 			"empty value (--post-logout-redirect-uri=) it empties it. Removing a redirect URI\n"+
 			"revokes the unused authorization codes issued for it. A client stays public or\n"+
 			"confidential: delete it and create it again to change that.")
-	var id, name, alg, firstParty, resourceServer string
+	var id, name, alg, firstParty, resourceServer, requirePAR string
 	var redirectURIs, postLogoutURIs, scopes, grantTypes, audience []string
 	cmd.str(&id, "id", "ID", "", "client id (required)")
 	cmd.str(&name, "name", "NAME", "", "display name, shown on the consent page")
@@ -177,6 +178,7 @@ func (c *cli) clientUpdate(ctx context.Context, args []string) int {
 	cmd.str(&firstParty, "first-party", "true|false", "", "skip the consent page")
 	cmd.str(&resourceServer, "resource-server", "true|false", "", "may introspect tokens whose audience contains its client id")
 	cmd.str(&alg, "id-token-alg", "RS256|ES256|EdDSA", "", "ID token signing algorithm")
+	cmd.str(&requirePAR, "require-par", "true|false", "", "must push its authorization requests to /api/oauth/par (RFC 9126)")
 	a := addAdminFlags(cmd)
 	return c.execute(ctx, cmd, args, func(ctx context.Context) error {
 		if id == "" {
@@ -207,6 +209,9 @@ func (c *cli) clientUpdate(ctx context.Context, args []string) int {
 			return err
 		}
 		if up.ResourceServer, err = optionalBool("resource-server", resourceServer); err != nil {
+			return err
+		}
+		if up.RequirePAR, err = optionalBool("require-par", requirePAR); err != nil {
 			return err
 		}
 		if cmd.given("id-token-alg") {

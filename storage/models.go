@@ -67,6 +67,7 @@ type clientModel struct {
 	FirstParty             bool
 	ResourceServer         bool
 	IDTokenAlg             string    `gorm:"column:id_token_alg"`
+	RequirePAR             bool      `gorm:"column:require_par"`
 	CreatedAt              time.Time `gorm:"autoCreateTime:false"`
 	UpdatedAt              time.Time `gorm:"autoUpdateTime:false"`
 }

@@ -32,6 +32,9 @@ type Client struct {
 	// IDTokenAlg is the JWS algorithm of this client's ID tokens: "RS256" (default), "ES256"
 	// or "EdDSA".
 	IDTokenAlg string
+	// RequirePAR clients must push every authorization request (RFC 9126): the
+	// authorization endpoint refuses them a request without a pushed request_uri.
+	RequirePAR bool
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
 }
