@@ -2,6 +2,7 @@ package provider
 
 import (
 	"net/http"
+	"slices"
 
 	"github.com/gatehouse-id/gatehouse/internal/httpjson"
 )
@@ -71,7 +72,7 @@ func (p *Provider) discoveryDocument() discoveryDocument {
 		GrantTypesSupported:                       grantTypesSupported,
 		DeviceAuthorizationEndpoint:               iss + "/api/oauth/device/code",
 		SubjectTypesSupported:                     []string{"public"},
-		IDTokenSigningAlgValuesSupported:          []string{AlgRS256, AlgES256},
+		IDTokenSigningAlgValuesSupported:          slices.Clone(supportedAlgs),
 		TokenEndpointAuthMethodsSupported:         []string{"client_secret_basic", "client_secret_post", "none"},
 		RevocationEndpointAuthMethodsSupported:    []string{"client_secret_basic", "client_secret_post", "none"},
 		IntrospectionEndpointAuthMethodsSupported: []string{"client_secret_basic", "client_secret_post"},
