@@ -97,7 +97,9 @@ type ClientSpec struct {
 	// Any other client sees only its own tokens as active. A resource server must be
 	// confidential: introspection needs a secret.
 	ResourceServer bool
-	// IDTokenAlg is optional: "RS256" (the default when empty) or "ES256".
+	// IDTokenAlg is optional: "RS256" (the default when empty), "ES256" or "EdDSA"
+	// (Ed25519; at_hash then hashes with SHA-512, as OpenID Connect Core §3.1.3.6 with its
+	// errata asks of this algorithm).
 	IDTokenAlg string
 	// RequirePAR is optional (default false): the client must push every authorization
 	// request to /api/oauth/par (RFC 9126); the authorization endpoint answers
@@ -273,8 +275,8 @@ func validateClient(c *storage.Client) error {
 			errs = append(errs, fmt.Errorf("audience %q must be non-empty printable ASCII without space, quote or backslash", a))
 		}
 	}
-	if c.IDTokenAlg != AlgRS256 && c.IDTokenAlg != AlgES256 {
-		errs = append(errs, fmt.Errorf("ID token algorithm %q is not RS256 or ES256", c.IDTokenAlg))
+	if !slices.Contains(supportedAlgs, c.IDTokenAlg) {
+		errs = append(errs, fmt.Errorf("ID token algorithm %q is not RS256, ES256 or EdDSA", c.IDTokenAlg))
 	}
 	errs = append(errs, checkClientAuthentication(c)...)
 	return errors.Join(errs...)
@@ -332,7 +334,7 @@ type ClientUpdate struct {
 	FirstParty *bool
 	// ResourceServer turns the resource-server role on or off (confidential clients only).
 	ResourceServer *bool
-	// IDTokenAlg replaces the ID token algorithm: "RS256" or "ES256".
+	// IDTokenAlg replaces the ID token algorithm: "RS256", "ES256" or "EdDSA".
 	IDTokenAlg *string
 	// RequirePAR turns the pushed-authorization-request requirement on or off
 	// (ClientSpec.RequirePAR). A flow already past the authorization endpoint completes.
@@ -586,9 +588,9 @@ func (p *Provider) UpdateUser(ctx context.Context, user string, up UserUpdate) (
 	return userInfo(u), nil
 }
 
-// RotateKeys adds a new RS256 and ES256 key and returns the published set. Every replica
-// publishes the new keys within Config.KeyReloadInterval; they sign from one and a half
-// intervals after the rotation. The previous keys sign until then and stay published until
+// RotateKeys adds a new RS256, ES256 and EdDSA key and returns the published set. Every
+// replica publishes the new keys within Config.KeyReloadInterval; they sign from one and a
+// half intervals after the rotation. The previous keys sign until then and stay published until
 // every token they signed has expired.
 func (p *Provider) RotateKeys(ctx context.Context) ([]KeyInfo, error) {
 	if err := p.keys.rotate(ctx); err != nil {

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"net/http"
+	"slices"
 
 	"github.com/gatehouse-id/gatehouse/internal/httpjson"
 )
@@ -78,7 +79,7 @@ func (p *Provider) discoveryDocument() discoveryDocument {
 		GrantTypesSupported:                                grantTypesSupported,
 		DeviceAuthorizationEndpoint:                        iss + "/api/oauth/device/code",
 		SubjectTypesSupported:                              []string{"public"},
-		IDTokenSigningAlgValuesSupported:                   []string{AlgRS256, AlgES256},
+		IDTokenSigningAlgValuesSupported:                   slices.Clone(supportedAlgs),
 		TokenEndpointAuthMethodsSupported:                  clientAuthMethods,
 		RevocationEndpointAuthMethodsSupported:             clientAuthMethods,
 		IntrospectionEndpointAuthMethodsSupported:          introspectionAuthMethods,

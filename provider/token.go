@@ -22,6 +22,7 @@ import (
 // client's key (tokenDPoP).
 func (p *Provider) token(w http.ResponseWriter, r *http.Request) {
 	ctx, _ := p.watchGrant(r.Context())
+	ctx = withIssuedAccessToken(ctx)
 	session := newSession()
 	var resourceErr error
 	// fosite parses the body the same way next and reads the audience from r.PostForm.

@@ -28,7 +28,8 @@ type Client struct {
 	// ResourceServer clients may introspect the tokens whose audience names their id, not
 	// only their own tokens.
 	ResourceServer bool
-	// IDTokenAlg is the JWS algorithm of this client's ID tokens: "RS256" (default) or "ES256".
+	// IDTokenAlg is the JWS algorithm of this client's ID tokens: "RS256" (default), "ES256"
+	// or "EdDSA".
 	IDTokenAlg string
 	// RequirePAR clients must push every authorization request (RFC 9126): the
 	// authorization endpoint refuses them a request without a pushed request_uri.

@@ -38,6 +38,7 @@ func Run(t *testing.T, open func(t *testing.T) *storage.Store) {
 		{"ConcurrentSaveConsent", testConcurrentSaveConsent},
 		{"ConcurrentCreateUser", testConcurrentCreateUser},
 		{"SigningKeyRotation", testSigningKeyRotation},
+		{"ConcurrentSigningKeyRotation", testConcurrentSigningKeyRotation},
 		{"DeleteClientCascades", testDeleteClientCascade},
 		{"ClientCacheLocalWrites", testClientCacheLocalWrites},
 		{"RevokeTokensOf", testRevokeTokensOf},
