@@ -33,9 +33,8 @@ import (
 // not an example for users: the go tool ignores it, and its pinned package-lock.json is
 // what `npm ci` installs, once per lockfile, into the user cache directory.
 
-// requiredSteps must each run and pass; a skipped one fails the test. Extend it as features
-// land: code_flow_private_key_jwt and code_flow_client_secret_jwt (client authentication),
-// code_flow_jar (request objects), code_flow_par_jar (PAR with a request object).
+// requiredSteps must each run and pass; a skipped one fails the test. Every feature of
+// interopSteps has landed, so every step is required.
 var requiredSteps = []string{
 	"discovery",
 	"code_flow_client_secret_basic",
@@ -44,7 +43,11 @@ var requiredSteps = []string{
 	"code_flow_client_secret_post",
 	"introspection_client_secret_post",
 	"revocation_client_secret_post",
+	"code_flow_private_key_jwt",
+	"code_flow_client_secret_jwt",
+	"code_flow_jar",
 	"code_flow_par",
+	"code_flow_par_jar",
 	"code_flow_dpop",
 	"refresh_dpop",
 	"userinfo_dpop",
