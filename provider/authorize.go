@@ -107,7 +107,9 @@ func (p *Provider) newAuthorizeRequest(ctx context.Context, r *http.Request) (fo
 		var rfc *fosite.RFC6749Error
 		switch {
 		case err == nil:
-			settleRequestObject(ar.GetRequestForm())
+			if err = requestObjectClient(ar); err == nil {
+				settleRequestObject(ar.GetRequestForm())
+			}
 		case r.Form.Get("request") != "" && !errors.As(err, &rfc):
 			// fosite returns some failures of a request object's claims unwrapped.
 			err = fosite.ErrInvalidRequestObject.WithHint("The request object's claims are not valid.").WithWrap(err).WithDebug(err.Error())

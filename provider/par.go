@@ -163,6 +163,9 @@ func (p *Provider) newPushedAuthorizeRequest(ctx context.Context, r *http.Reques
 	if err != nil {
 		return ar, err
 	}
+	if err := requestObjectClient(ar); err != nil {
+		return ar, err
+	}
 	settleRequestObject(ar.GetRequestForm())
 	if resourceErr != nil {
 		return ar, resourceErr

@@ -59,11 +59,12 @@ func (p *Provider) checkRequestObject(form url.Values) error {
 	if nestedObject || nestedURI {
 		return fosite.ErrInvalidRequestObject.WithHint("A request object must not contain request or request_uri.")
 	}
-	if id, ok := claims["client_id"]; ok && id != clientID {
-		return fosite.ErrInvalidRequestObject.WithHint("The request object's client_id differs from the request's client_id.")
-	}
-	if iss, ok := claims["iss"]; ok && iss != clientID {
-		return fosite.ErrInvalidRequestObject.WithHint("The request object's iss must be the client id.")
+	if clientID != "" {
+		// At the PAR endpoint a client authenticated by HTTP Basic or an assertion may
+		// send no client_id: requestObjectClient checks once fosite knows the client.
+		if err := objectNamesClient(claims, clientID); err != nil {
+			return err
+		}
 	}
 	if aud, ok := claims["aud"]; ok && !audienceContains(aud, p.cfg.Issuer) {
 		return fosite.ErrInvalidRequestObject.WithHintf("The request object's aud must contain the issuer '%s'.", p.cfg.Issuer)
@@ -90,6 +91,32 @@ func (p *Provider) checkRequestObject(form url.Values) error {
 	}
 	form.Set("scope", strings.Join(append(query, "openid"), " "))
 	return nil
+}
+
+// objectNamesClient refuses request object claims whose client_id or iss, when present,
+// are not clientID.
+func objectNamesClient(claims map[string]any, clientID string) error {
+	if id, ok := claims["client_id"]; ok && id != clientID {
+		return fosite.ErrInvalidRequestObject.WithHint("The request object's client_id differs from the request's client_id.")
+	}
+	if iss, ok := claims["iss"]; ok && iss != clientID {
+		return fosite.ErrInvalidRequestObject.WithHint("The request object's iss must be the client id.")
+	}
+	return nil
+}
+
+// requestObjectClient checks, once fosite has verified the request object of ar (if any)
+// with its client's keys, that the object names that client.
+func requestObjectClient(ar fosite.AuthorizeRequester) error {
+	object := ar.GetRequestForm().Get("request")
+	if object == "" {
+		return nil
+	}
+	claims, _, err := unverifiedRequestObject(object)
+	if err != nil {
+		return err
+	}
+	return objectNamesClient(claims, ar.GetClient().GetID())
 }
 
 // unverifiedRequestObject returns the claims and algorithm of a request object without

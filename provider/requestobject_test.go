@@ -3,6 +3,7 @@ package provider_test
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -119,6 +120,62 @@ func TestRequestObjects(t *testing.T) {
 				ar := rp.start()
 				tc.change(ar)
 				wantAuthError(t, e, ar, callback(t, br.get(t, ar.String()), rpRedirectURI), tc.want)
+			})
+		}
+	})
+}
+
+// TestPushedRequestObjects: a request object pushed to the PAR endpoint is checked as at the
+// authorization endpoint: a signed one is verified, its parameters win and its numbers stay
+// numbers; an unsigned one, or one signed with another key, is refused at the push.
+func TestPushedRequestObjects(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
+		e := newEnv(t, b, provider.Config{})
+		alice := e.user(t, "alice@example.com", "Alice")
+		key, otherKey := newECKey(t, "k1"), newECKey(t, "k1")
+		jar := e.client(t, provider.ClientSpec{ID: "jar", FirstParty: true, JWKS: jwksOf(t, key)})
+		rp := e.relyingParty(t, jar)
+		signedIn := e.browser(t)
+		rp.signIn(t, e, signedIn, alice.Email)
+
+		objectOf := func(ar *authRequest, changes map[string]any) map[string]any {
+			claims := map[string]any{"iss": jar.ClientID, "aud": e.issuer, "exp": time.Now().Add(5 * time.Minute).Unix()}
+			for k, v := range ar.url.Query() {
+				claims[k] = v[0]
+			}
+			return with(claims, changes)
+		}
+		push := func(object string) jsonResponse {
+			return e.push(t, url.Values{"request": {object}}, basicAuth(jar))
+		}
+
+		t.Run("a signed pushed object starts the flow with its parameters", func(t *testing.T) {
+			ar := rp.start()
+			state := "object-state-" + randomString(16)
+			r := push(signWith(t, key.alg, key.priv, key.kid, objectOf(ar, map[string]any{"state": state, "max_age": 3600})))
+			if r.status != http.StatusCreated {
+				t.Fatalf("push: got %s, want 201", r)
+			}
+			ar.state = state
+			uri, _ := r.body["request_uri"].(string)
+			code := wantCode(t, e, ar, callback(t, signedIn.get(t, e.parURL(jar.ClientID, uri)), rpRedirectURI))
+			rp.exchange(t, ar, code)
+		})
+		for _, tc := range []struct {
+			name   string
+			object func(ar *authRequest) string
+		}{
+			{"an unsigned pushed object is invalid_request_object", func(ar *authRequest) string { return unsigned(t, objectOf(ar, nil)) }},
+			{"a pushed object naming another client is invalid_request_object", func(ar *authRequest) string {
+				return signWith(t, key.alg, key.priv, key.kid, objectOf(ar, map[string]any{"iss": "other", "client_id": "other"}))
+			}},
+			{"a pushed object signed with another key is invalid_request_object", func(ar *authRequest) string {
+				return signWith(t, otherKey.alg, otherKey.priv, otherKey.kid, objectOf(ar, nil))
+			}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				wantOAuthError(t, push(tc.object(rp.start())), http.StatusBadRequest, "invalid_request_object")
 			})
 		}
 	})
