@@ -9,7 +9,7 @@ import (
 )
 
 // singleClientAuthentication is the client authentication of the token, revocation,
-// introspection (and PAR) endpoints: authenticate (clientAuthenticator, which holds each
+// introspection, PAR and device authorization endpoints: authenticate (clientAuthenticator, which holds each
 // client to its registered method), plus three rules of RFC 6749 checked before it.
 //   - A request that authenticates twice (HTTP Basic and a client_secret or
 //     client_assertion in the form) is invalid_request (§2.3: one method per request).

@@ -62,8 +62,8 @@ const (
 	assertionMaxJTI   = 256
 )
 
-// clientAuthenticator authenticates clients at the token, introspection, revocation (and
-// PAR) endpoints with the one method each client registered; any other method is
+// clientAuthenticator authenticates clients at the token, introspection, revocation, PAR
+// and device authorization endpoints with the one method each client registered; any other method is
 // invalid_client. Secrets are compared as keyed hashes; assertions (RFC 7523) are verified
 // here rather than by fosite, whose handling skips keys without "use", pins one algorithm
 // per client, accepts any exp and refuses HS256 (client_secret_jwt).
@@ -270,7 +270,7 @@ func (a *clientAuthenticator) checkAssertionClaims(r *http.Request, clientID str
 // server's identity) and the URL of the endpoint the request was sent to.
 func (a *clientAuthenticator) audienceMatches(r *http.Request, aud jwt.Audience) bool {
 	accepted := []string{a.issuer, a.issuer + "/api/oauth/token"}
-	for _, endpoint := range []string{"/api/oauth/introspect", "/api/oauth/revoke", "/api/oauth/par"} {
+	for _, endpoint := range []string{"/api/oauth/introspect", "/api/oauth/revoke", "/api/oauth/par", "/api/oauth/device/code"} {
 		if strings.HasSuffix(r.URL.Path, endpoint) {
 			accepted = append(accepted, a.issuer+endpoint)
 		}

@@ -241,15 +241,8 @@ func runInterop(t *testing.T, node, modules, dsn string) {
 	if err := os.WriteFile(jwksFile, rpKey.publicJWKS, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	// Until client authentication methods land, the CLI has no --auth-method: basic and
-	// post are then the two methods every confidential client may use.
-	authMethodFlag := bytes.Contains(gh.help(t, "client", "create"), []byte("--auth-method"))
-	method := func(m string) []string {
-		if !authMethodFlag {
-			return nil
-		}
-		return []string{"--auth-method", m}
-	}
+	// Each client registers the one method it authenticates with.
+	method := func(m string) []string { return []string{"--auth-method", m} }
 	has := func(list []string, v string) bool { return slices.Contains(list, v) }
 	clients := []struct {
 		name     string
@@ -290,18 +283,6 @@ func runInterop(t *testing.T, node, modules, dsn string) {
 
 	results := runScript(t, node, modules, cfg)
 	judge(t, results)
-}
-
-// help returns what `gatehouse <args> --help` prints.
-func (gh *gatehouse) help(t *testing.T, args ...string) []byte {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, gh.bin, append(args, "--help")...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("gatehouse %s --help: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return out
 }
 
 // getJSON decodes the 200 answer of a GET.
