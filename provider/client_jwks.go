@@ -19,7 +19,7 @@ import (
 
 // Limits of fetching a client's JSON Web Key Set from its jwks_uri.
 const (
-	// jwksFetchTimeout bounds one fetch, connection included.
+	// jwksFetchTimeout bounds one fetch, connection included; redirects are not followed.
 	jwksFetchTimeout = 5 * time.Second
 	// jwksMaxBytes caps a fetched document: a few dozen public keys fit comfortably.
 	jwksMaxBytes = 64 << 10
@@ -66,7 +66,10 @@ type keySetEntry struct {
 
 func newClientKeySets(now func() time.Time) *clientKeySets {
 	return &clientKeySets{
-		client:  &http.Client{Timeout: jwksFetchTimeout},
+		client: &http.Client{Timeout: jwksFetchTimeout,
+			// A redirect is answered as the failure it is: the registered URI, and no
+			// other, is where the client's keys live.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
 		now:     now,
 		entries: map[string]*keySetEntry{},
 	}

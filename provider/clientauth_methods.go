@@ -234,8 +234,9 @@ func (a *clientAuthenticator) authenticateAssertion(ctx context.Context, r *http
 	}
 	// Recorded only once everything else holds, so nobody without the client's key can
 	// spend its jti values.
+	// It is remembered past exp by the leeway that still accepts it.
 	jtiKey := fmt.Sprintf("client-assertion:%d:%s:%s", len(c.ID), c.ID, claims.ID)
-	if err := a.clients.SetClientAssertionJWT(ctx, jtiKey, claims.Expiry.Time()); errors.Is(err, fosite.ErrJTIKnown) {
+	if err := a.clients.SetClientAssertionJWT(ctx, jtiKey, claims.Expiry.Time().Add(assertionLeeway)); errors.Is(err, fosite.ErrJTIKnown) {
 		return nil, fosite.ErrInvalidClient.WithHint("The client_assertion's jti has been used before: an assertion authenticates one request.")
 	} else if err != nil {
 		return nil, err

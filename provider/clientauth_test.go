@@ -22,6 +22,7 @@ import (
 	"github.com/go-jose/go-jose/v3/jwt"
 
 	"github.com/gatehouse-id/gatehouse/provider"
+	"github.com/gatehouse-id/gatehouse/storage"
 	"github.com/gatehouse-id/gatehouse/storage/storagetest"
 )
 
@@ -423,7 +424,8 @@ func TestClientJWKSURIFailures(t *testing.T) {
 		}
 		var answer atomic.Value // func(http.ResponseWriter)
 		var fetches atomic.Int32
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		var srv *httptest.Server
+		srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			fetches.Add(1)
 			answer.Load().(func(http.ResponseWriter))(w)
 		}))
@@ -446,6 +448,15 @@ func TestClientJWKSURIFailures(t *testing.T) {
 				}, wantFetches: 3},
 			{name: "a set with a private key fails", advance: time.Minute,
 				answer: func(w http.ResponseWriter) { _, _ = w.Write(private) }, wantFetches: 4},
+			{name: "a redirect is not followed and fails", advance: time.Minute,
+				answer: func(w http.ResponseWriter) {
+					if fetches.Load() == 5 {
+						w.Header().Set("Location", srv.URL+"/elsewhere")
+						w.WriteHeader(http.StatusFound)
+						return
+					}
+					_, _ = w.Write(jwksOf(t, key))
+				}, wantFetches: 5},
 		} {
 			t.Run(step.name, func(t *testing.T) {
 				offset.Add(int64(step.advance))
@@ -539,5 +550,29 @@ func TestClientAuthMethodChanges(t *testing.T) {
 		if err != nil || len(row.SecretSealed) != 0 {
 			t.Errorf("client_secret_basic client: sealed secret %x (%v), want none kept", row.SecretSealed, err)
 		}
+	})
+}
+
+// TestClientAssertionReplayWithinLeeway: an assertion is accepted up to 30 s past its exp
+// (clock skew), so its jti is remembered that long too: a replay just after exp is refused.
+func TestClientAssertionReplayWithinLeeway(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
+		offset := &atomic.Int64{}
+		clock := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+		e := newEnvOnStore(t, b.OpenWith(t, storage.WithClock(clock)), func(string) provider.Config { return provider.Config{} },
+			provider.WithClock(clock))
+		key := newECKey(t, "k1")
+		pk := e.client(t, provider.ClientSpec{ID: "pk", AuthMethod: "private_key_jwt", JWKS: jwksOf(t, key),
+			GrantTypes: []string{"client_credentials"}})
+		a := signWith(t, key.alg, key.priv, key.kid, assertionClaims(pk.ClientID, e.issuer, clock()))
+		token := func() jsonResponse {
+			return e.call(t, http.MethodPost, "/api/oauth/token", assertionForm(url.Values{"grant_type": {"client_credentials"}}, a), nil)
+		}
+		if r := token(); r.status != http.StatusOK {
+			t.Fatalf("first use: got %s, want 200", r)
+		}
+		offset.Add(int64(70 * time.Second)) // exp (one minute) passed 10 s ago
+		wantOAuthError(t, token(), http.StatusUnauthorized, "invalid_client")
 	})
 }
