@@ -117,8 +117,8 @@ func (p *Provider) newAuthorizeRequest(ctx context.Context, r *http.Request) (fo
 	}
 	if err != nil {
 		if requestObjectError(err) {
-			// fosite rejects request objects before it checks the redirect URI. Parse the
-			// request again without them: when client and redirect URI are valid, the error
+			// A request object or request_uri is refused before the redirect URI is
+			// checked. Parse the request again without them: when client and redirect URI are valid, the error
 			// can be redirected to the client, as OpenID Connect Core §6 expects.
 			if plain := p.withoutRequestObject(ctx, r); plain != nil && plain.IsRedirectURIValid() {
 				return plain, err
