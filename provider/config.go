@@ -69,6 +69,13 @@ type Config struct {
 	IDTokenLifespan time.Duration
 	// RefreshTokenLifespan: default DefaultRefreshTokenLifespan (30 days).
 	RefreshTokenLifespan time.Duration
+	// RefreshReuseGrace lets a rotated refresh token be used once more for this long after
+	// its rotation, so a client whose answer was lost on the way (a mobile network dropping
+	// the response) can retry instead of having its whole grant revoked as reuse. Its first
+	// successor is then deactivated; a second use, or one after the window, revokes the
+	// grant as before. Default 0: off, every reuse revokes the grant (RFC 9700 §4.14.2);
+	// 30 seconds is a common setting.
+	RefreshReuseGrace time.Duration
 	// PublicSessionLifespan is how long a `public-session` lasts: default
 	// publicauth.DefaultSessionLifespan (7 days), whose rules it follows.
 	PublicSessionLifespan time.Duration
@@ -273,7 +280,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	for name, d := range map[string]time.Duration{
 		"authorize code lifespan": cfg.AuthorizeCodeLifespan, "access token lifespan": cfg.AccessTokenLifespan,
 		"id token lifespan": cfg.IDTokenLifespan, "refresh token lifespan": cfg.RefreshTokenLifespan,
-		"login request lifespan": cfg.LoginRequestLifespan, "key reload interval": cfg.KeyReloadInterval,
+		"login request lifespan": cfg.LoginRequestLifespan, "refresh reuse grace": cfg.RefreshReuseGrace, "key reload interval": cfg.KeyReloadInterval,
 	} {
 		if d < 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive", name))

@@ -139,6 +139,7 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	}
 	// Revocation rules must outlive the longest access token issued before them.
 	p.store.CoverAccessTokenLifespan(cfg.AccessTokenLifespan)
+	p.store.SetRefreshReuseGrace(cfg.RefreshReuseGrace)
 	p.verifier = &accessTokenVerifier{keys: p.keys, store: p.store, issuer: cfg.Issuer, now: o.now}
 	if p.dpop, err = newDPoPVerifier(cfg, p.store, o.now); err != nil {
 		return fail(err)

@@ -169,6 +169,9 @@ type refreshTokenModel struct {
 	Request         requestColumns `gorm:"embedded"`
 	AccessSignature string
 	Active          bool
+	// RotatedAt and GraceUsed: see schemaV19.
+	RotatedAt *time.Time
+	GraceUsed bool
 }
 
 func (refreshTokenModel) TableName(n schema.Namer) string { return n.TableName("refresh_tokens") }

@@ -32,6 +32,7 @@ func Run(t *testing.T, open func(t *testing.T) *storage.Store) {
 		{"NilSessionPrototype", testNilSessionPrototype},
 		{"RefreshRotationAndFamilyRevocation", testRefreshRotation},
 		{"ConcurrentRefreshRotation", testConcurrentRefreshRotation},
+		{"RefreshReuseGrace", testRefreshReuseGrace},
 		{"ClientAssertionJTI", testClientAssertionJTI},
 		{"ConcurrentClientAssertionJTI", testConcurrentClientAssertionJTI},
 		{"ConsentUpsert", testConsentUpsert},
