@@ -37,6 +37,10 @@ func clientToModel(c *Client) *clientModel {
 		JWKS:                    string(c.JWKS),
 		SecretSealed:            c.SecretSealed,
 		RequestObjectSigningAlg: c.RequestObjectSigningAlg,
+		RegistrationTokenHash:   c.RegistrationTokenHash,
+		LogoURI:                 c.LogoURI,
+		PolicyURI:               c.PolicyURI,
+		TOSURI:                  c.TOSURI,
 		CreatedAt:               utc(c.CreatedAt),
 		UpdatedAt:               utc(c.UpdatedAt),
 	}
@@ -65,6 +69,10 @@ func (m *clientModel) toClient() *Client {
 			JWKS:                    bytesOrNil(m.JWKS),
 			SecretSealed:            m.SecretSealed,
 			RequestObjectSigningAlg: m.RequestObjectSigningAlg,
+		},
+		ClientRegistration: ClientRegistration{
+			RegistrationTokenHash: m.RegistrationTokenHash,
+			LogoURI:               m.LogoURI, PolicyURI: m.PolicyURI, TOSURI: m.TOSURI,
 		},
 		CreatedAt: timeUTC(m.CreatedAt),
 		UpdatedAt: timeUTC(m.UpdatedAt),
@@ -255,8 +263,8 @@ func (s *Store) SetClientAssertionJWT(ctx context.Context, jti string, exp time.
 // UpdateClient writes c's settings over the stored client with c.ID: its name, redirect
 // and post-logout redirect URIs, grant and response types, scopes, audience, first-party,
 // resource-server, require-PAR and require-DPoP flags, ID token algorithm, authentication
-// method, JWKS (URI or document), request object algorithm and UpdatedAt (set to now). The
-// id, secret hash, sealed secret, public flag and creation time are not written:
+// method, JWKS (URI or document), request object algorithm, logo, policy and terms-of-service
+// URIs and UpdatedAt (set to now). The id, registration access token hash, secret hash, sealed secret, public flag and creation time are not written:
 // SetClientSecret changes the
 // secret, and a client never changes between public and confidential.
 //
@@ -281,6 +289,7 @@ func (s *Store) UpdateClient(ctx context.Context, c *Client) error {
 			"name", "redirect_uris", "post_logout_redirect_uris", "grant_types", "response_types",
 			"scopes", "audience", "first_party", "resource_server", "id_token_alg", "require_par", "require_dpop", "updated_at",
 			"token_endpoint_auth_method", "jwks_uri", "jwks", "request_object_signing_alg",
+			"logo_uri", "policy_uri", "tos_uri",
 		).Updates(m).Error
 		if err != nil {
 			return fmt.Errorf("storage: update client: %w", err)

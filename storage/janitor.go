@@ -31,6 +31,7 @@ func expiringTables() []expiringTable {
 		{table: "pushed_requests", key: "id_hash"},
 		{table: "device_codes", key: "device_code_hash"},
 		{table: "client_assertion_jtis", key: "jti"},
+		{table: "registration_tokens", key: "token_hash"},
 	}
 }
 

@@ -48,6 +48,9 @@ func migrations() []migration {
 		{version: 19, name: "rotated refresh tokens remember when, for the reuse grace window", up: func(tx *gorm.DB, n schemaNames) error {
 			return execAll(tx, n, schemaV19())
 		}},
+		{version: 21, name: "dynamic client registration: initial access tokens, registration access tokens, client URIs", up: func(tx *gorm.DB, n schemaNames) error {
+			return execAll(tx, n, schemaV21())
+		}},
 	}
 }
 

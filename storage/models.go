@@ -70,13 +70,18 @@ type clientModel struct {
 	RequirePAR             bool   `gorm:"column:require_par"`
 	RequireDPoP            bool   `gorm:"column:require_dpop"`
 	// The columns of migration 12 (ClientAuthentication).
-	TokenEndpointAuthMethod string    `gorm:"column:token_endpoint_auth_method"`
-	JWKSURI                 string    `gorm:"column:jwks_uri"`
-	JWKS                    string    `gorm:"column:jwks"`
-	SecretSealed            []byte    `gorm:"column:secret_sealed"`
-	RequestObjectSigningAlg string    `gorm:"column:request_object_signing_alg"`
-	CreatedAt               time.Time `gorm:"autoCreateTime:false"`
-	UpdatedAt               time.Time `gorm:"autoUpdateTime:false"`
+	TokenEndpointAuthMethod string `gorm:"column:token_endpoint_auth_method"`
+	JWKSURI                 string `gorm:"column:jwks_uri"`
+	JWKS                    string `gorm:"column:jwks"`
+	SecretSealed            []byte `gorm:"column:secret_sealed"`
+	RequestObjectSigningAlg string `gorm:"column:request_object_signing_alg"`
+	// The columns of migration 21 (ClientRegistration).
+	RegistrationTokenHash string    `gorm:"column:registration_token_hash"`
+	LogoURI               string    `gorm:"column:logo_uri"`
+	PolicyURI             string    `gorm:"column:policy_uri"`
+	TOSURI                string    `gorm:"column:tos_uri"`
+	CreatedAt             time.Time `gorm:"autoCreateTime:false"`
+	UpdatedAt             time.Time `gorm:"autoUpdateTime:false"`
 }
 
 func (clientModel) TableName(n schema.Namer) string { return n.TableName("clients") }

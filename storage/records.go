@@ -39,6 +39,8 @@ type Client struct {
 	RequireDPoP bool
 	// ClientAuthentication holds how the client authenticates (migration 12).
 	ClientAuthentication
+	// ClientRegistration holds what dynamic client registration keeps (migration 21).
+	ClientRegistration
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
