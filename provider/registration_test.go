@@ -63,7 +63,9 @@ func (e *env) sendBody(t *testing.T, method, path, token string, body any) jsonR
 }
 
 // registrationPath is the path of a client's registration_client_uri.
-func registrationPath(clientID string) string { return "/api/oauth/register/" + url.PathEscape(clientID) }
+func registrationPath(clientID string) string {
+	return "/api/oauth/register/" + url.PathEscape(clientID)
+}
 
 // wantInvalidToken asserts a 401 invalid_token with a Bearer challenge.
 func wantInvalidToken(t *testing.T, r jsonResponse) {
@@ -501,5 +503,25 @@ func TestDynamicRegistrationPrivateKeyJWT(t *testing.T) {
 		r = e.call(t, http.MethodPost, "/api/oauth/token", url.Values{"grant_type": {"client_credentials"}},
 			basicAuth(provider.ClientInfo{ClientID: id, ClientSecret: "guess"}))
 		wantOAuthError(t, r, http.StatusUnauthorized, "invalid_client")
+	})
+}
+
+// TestRegistrationRateLimited: registration attempts count against the per-IP limit; over
+// it the answer is 429 slow_down with Retry-After, before the token is even looked at.
+func TestRegistrationRateLimited(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
+		e := newEnv(t, b, provider.Config{PublicAuth: provider.PublicAuthConfig{
+			LoginRateLimit: provider.RateLimit{Limit: 2, Window: time.Hour}}})
+		token := registrationToken(t, e, 0)
+		for i := range 2 {
+			if r := e.sendBody(t, http.MethodPost, "/api/oauth/register", token, webAppMetadata()); r.status != http.StatusCreated {
+				t.Fatalf("registration %d: got %s, want 201", i+1, r)
+			}
+		}
+		r := e.sendBody(t, http.MethodPost, "/api/oauth/register", token, webAppMetadata())
+		if r.status != http.StatusTooManyRequests || r.body["error"] != "slow_down" || r.header.Get("Retry-After") == "" {
+			t.Errorf("third registration: got %s, want 429 slow_down with Retry-After", r)
+		}
 	})
 }
