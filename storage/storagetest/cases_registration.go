@@ -38,6 +38,13 @@ func testRegistrationTokenUses(t *testing.T, s *storage.Store) {
 	}
 	checkErr(t, "use of an expired token", s.UseRegistrationToken(ctx, "expired"), storage.ErrNotFound)
 	checkErr(t, "use of an unknown token", s.UseRegistrationToken(ctx, "unknown"), storage.ErrNotFound)
+	// The janitor deletes the expired token, and only it.
+	n, err := s.DeleteExpired(ctx, time.Now(), 0)
+	mustNoErr(t, "DeleteExpired", err)
+	if n != 1 {
+		t.Errorf("DeleteExpired: got %d rows deleted, want 1 (the expired token)", n)
+	}
+	checkErr(t, "use of an unlimited token after DeleteExpired", s.UseRegistrationToken(ctx, "any"), nil)
 
 	// A use inside a transaction that rolls back is not counted.
 	mustNoErr(t, "CreateRegistrationToken", s.CreateRegistrationToken(ctx,
