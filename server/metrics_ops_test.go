@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -146,6 +148,7 @@ func TestMetricsCountScriptedFlows(t *testing.T) {
 					t.Errorf("age of the %s key: got %v, want a few seconds", alg, v)
 				}
 			}
+			checkDashboardNames(t, page)
 			if t.Failed() {
 				t.Logf("metrics:\n%s", page)
 			}
@@ -172,4 +175,39 @@ func jsonField(body, name string) string {
 	_ = json.Unmarshal([]byte(body), &m)
 	v, _ := m[name].(string)
 	return v
+}
+
+// checkDashboardNames fails t unless every metric the example Grafana dashboard queries is
+// one the server exports, so the dashboard cannot drift from the names.
+func checkDashboardNames(t *testing.T, page string) {
+	t.Helper()
+	raw, err := os.ReadFile("../examples/grafana/gatehouse.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string
+			Targets []struct{ Expr string }
+		}
+	}
+	if err := json.Unmarshal(raw, &dash); err != nil {
+		t.Fatalf("dashboard JSON: %v", err)
+	}
+	names := regexp.MustCompile(`gatehouse_[a-z_]+`)
+	var queried int
+	for _, p := range dash.Panels {
+		for _, target := range p.Targets {
+			for _, name := range names.FindAllString(target.Expr, -1) {
+				queried++
+				family := strings.TrimSuffix(name, "_bucket")
+				if !strings.Contains(page, "# TYPE "+family+" ") {
+					t.Errorf("dashboard panel %q queries %s, which /metrics does not export", p.Title, name)
+				}
+			}
+		}
+	}
+	if queried == 0 {
+		t.Error("the dashboard queries no gatehouse metric")
+	}
 }
