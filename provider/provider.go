@@ -150,7 +150,7 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	if p.dpop, err = newDPoPVerifier(cfg, p.store, o.now); err != nil {
 		return fail(err)
 	}
-	p.oauth, p.idSigner = newOAuth2Provider(cfg, p.fositeStore(), p.verifier)
+	p.oauth, p.idSigner = newOAuth2Provider(cfg, p.fositeStore(), p.verifier, o.tracer)
 
 	if p.limiter, p.closeLimiter, err = newLimiter(cfg.PublicAuth, o); err != nil {
 		return fail(err)

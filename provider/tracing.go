@@ -23,9 +23,10 @@ const tracerName = "github.com/gatehouse-id/gatehouse/provider"
 // one, which then is the parent of everything below), a span for every database statement
 // of the store New opens (see storage.WithTracerProvider for a store given by WithStore),
 // one for every mail handed to the mailer, and a client span for every call to an upstream
-// identity provider. The provider never touches the global tracer provider or propagator:
-// an incoming W3C traceparent header is honoured, and none is sent to upstream providers,
-// which are third parties. Without it, or with nil (the default), nothing is traced and the
+// identity provider or a client's jwks_uri (fosite adds spans of its own, such as
+// Fosite.NewAccessRequest, from the request's span). The provider never touches the global tracer provider or propagator:
+// an incoming W3C traceparent header is honoured, and none is sent to upstream providers
+// or clients' key servers, which are third parties. Without it, or with nil (the default), nothing is traced and the
 // request path does no tracing work at all.
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(o *options) error { o.tracer = tp; return nil }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -182,5 +183,48 @@ func TestWithTracerProviderKeepsTheEmbeddersSpan(t *testing.T) {
 	}
 	if statements == 0 {
 		t.Error("no statement spans in the embedder's trace")
+	}
+}
+
+// A private_key_jwt client's jwks_uri fetch is a client span of the token request that
+// needed it.
+func TestWithTracerProviderTracesClientJWKSFetch(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	b := storagetest.Backends(t)[0]
+	e := newEnvOnStore(t, b.Open(t), func(string) provider.Config { return provider.Config{} }, provider.WithTracerProvider(tp))
+	k1 := newECKey(t, "k1")
+	keys := newJWKSServer(t, jwksOf(t, k1), 600)
+	pk := e.client(t, provider.ClientSpec{ID: "pk", AuthMethod: "private_key_jwt", JWKSURI: keys.srv.URL + "/jwks.json",
+		GrantTypes: []string{"client_credentials"}, Scopes: []string{"read"}})
+	a := signWith(t, k1.alg, k1.priv, k1.kid, assertionClaims(pk.ClientID, e.issuer, time.Now()))
+	if r := e.call(t, http.MethodPost, "/api/oauth/token", assertionForm(url.Values{"grant_type": {"client_credentials"}}, a), nil); r.status != http.StatusOK {
+		t.Fatalf("token: %v", r)
+	}
+	e.srv.Close() // waits for the handler, which ends the server span after answering
+	spans := rec.Ended()
+	byID := map[trace.SpanID]sdktrace.ReadOnlySpan{}
+	for _, s := range spans {
+		byID[s.SpanContext().SpanID()] = s
+	}
+	var fetches int
+	for _, s := range spans {
+		for _, kv := range s.Attributes() {
+			if kv.Key != "url.full" || !strings.HasSuffix(kv.Value.AsString(), "/jwks.json") {
+				continue
+			}
+			fetches++
+			// Up through fosite's own spans to the token request's server span.
+			root := s
+			for i := 0; i < 64 && root != nil && root.Parent().IsValid(); i++ {
+				root = byID[root.Parent().SpanID()]
+			}
+			if s.SpanKind() != trace.SpanKindClient || root == nil || root.SpanKind() != trace.SpanKindServer {
+				t.Errorf("jwks fetch span %q (kind %v) is not a client span under the token request's server span", s.Name(), s.SpanKind())
+			}
+		}
+	}
+	if fetches != 1 {
+		t.Errorf("jwks fetch spans: got %d, want 1", fetches)
 	}
 }
