@@ -118,7 +118,7 @@ type ClientInfo struct {
 	CreatedAt              time.Time `json:"created_at"`
 }
 
-var grantTypesSupported = []string{"authorization_code", "refresh_token", "client_credentials"}
+var grantTypesSupported = []string{"authorization_code", "refresh_token", "client_credentials", GrantTypeDeviceCode}
 
 // CreateClient registers a client and returns it with its secret in clear, once.
 func (p *Provider) CreateClient(ctx context.Context, spec ClientSpec) (ClientInfo, error) {

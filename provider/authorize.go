@@ -49,6 +49,12 @@ func (p *Provider) authorize(w http.ResponseWriter, r *http.Request) {
 func (p *Provider) resumeAuthorize(w http.ResponseWriter, r *http.Request) {
 	token := r.URL.Query().Get(requestParam)
 	row, ar, err := p.pausedRequest(r, token)
+	if errors.Is(err, errDevicePaused) {
+		// A login for a device approval resumes on the device pages.
+		w.Header().Set("Cache-Control", "no-store")
+		http.Redirect(w, r, p.mount+ui.DevicePath+"/confirm?"+url.Values{requestParam: {token}}.Encode(), http.StatusSeeOther)
+		return
+	}
 	if err != nil {
 		p.pausedRequestError(w, r, ar, err)
 		return
@@ -66,6 +72,9 @@ func (p *Provider) pausedRequest(r *http.Request, token string) (*storage.AuthRe
 	if err != nil {
 		return nil, nil, err
 	}
+	if isDevicePaused(row.Form) {
+		return row, nil, errDevicePaused
+	}
 	replay := r.Clone(r.Context())
 	replay.Method = http.MethodGet
 	replay.URL = &url.URL{Path: "/api/oauth/authorize", RawQuery: row.Form}
@@ -77,6 +86,9 @@ func (p *Provider) pausedRequest(r *http.Request, token string) (*storage.AuthRe
 }
 
 func (p *Provider) pausedRequestError(w http.ResponseWriter, r *http.Request, ar fosite.AuthorizeRequester, err error) {
+	if errors.Is(err, errDevicePaused) {
+		err = publicauth.ErrRequestExpired // a device approval is decided on its own page
+	}
 	if errors.Is(err, publicauth.ErrRequestExpired) {
 		p.ui.Error(w, r, err)
 		return

@@ -79,6 +79,10 @@ type Config struct {
 	// (30 minutes).
 	LoginRequestLifespan time.Duration
 
+	// Device configures the device authorization grant (RFC 8628): its codes' lifespan and
+	// polling interval. Its zero value takes the defaults of DeviceConfig.
+	Device DeviceConfig
+
 	// AccessTokenAlg is the JWS algorithm of access tokens: AlgES256 (default: an ECDSA
 	// P-256 signature costs a fraction of an RSA one) or AlgRS256.
 	AccessTokenAlg string
@@ -246,6 +250,10 @@ func (cfg Config) withDefaults() (Config, error) {
 		if d < 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive", name))
 		}
+	}
+	var deviceErr error
+	if cfg.Device, deviceErr = cfg.Device.withDefaults(); deviceErr != nil {
+		errs = append(errs, deviceErr)
 	}
 	// publicauth owns the defaults and rules of the settings it is configured with.
 	auth, err := cfg.publicAuthConfig().WithDefaults()

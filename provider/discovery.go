@@ -17,6 +17,7 @@ type discoveryDocument struct {
 	RevocationEndpoint                         string   `json:"revocation_endpoint"`
 	IntrospectionEndpoint                      string   `json:"introspection_endpoint"`
 	EndSessionEndpoint                         string   `json:"end_session_endpoint"`
+	DeviceAuthorizationEndpoint                string   `json:"device_authorization_endpoint"`
 	ScopesSupported                            []string `json:"scopes_supported"`
 	ResponseTypesSupported                     []string `json:"response_types_supported"`
 	ResponseModesSupported                     []string `json:"response_modes_supported"`
@@ -62,7 +63,8 @@ func (p *Provider) discoveryDocument() discoveryDocument {
 		ScopesSupported:                           supportedScopes(p.cfg.Scopes),
 		ResponseTypesSupported:                    []string{"code"},
 		ResponseModesSupported:                    []string{"query", "form_post"},
-		GrantTypesSupported:                       []string{"authorization_code", "refresh_token", "client_credentials"},
+		GrantTypesSupported:                       grantTypesSupported,
+		DeviceAuthorizationEndpoint:               iss + "/api/oauth/device/code",
 		SubjectTypesSupported:                     []string{"public"},
 		IDTokenSigningAlgValuesSupported:          []string{AlgRS256, AlgES256},
 		TokenEndpointAuthMethodsSupported:         []string{"client_secret_basic", "client_secret_post", "none"},

@@ -140,9 +140,11 @@ func newOAuth2Provider(cfg Config, store fositeStore, access *accessTokenVerifie
 		AccessTokenStrategy:    tokens,
 	}}
 
+	device := &deviceGrantHandler{fc: fc, store: store, devices: access.store, tokens: tokens, idTokens: idTokens, now: now}
+
 	// The order follows fosite's compose: grant handlers first, OpenID Connect next, PKCE last.
 	fc.AuthorizeEndpointHandlers = fosite.AuthorizeEndpointHandlers{code, oidcCode, pkceHandler}
-	fc.TokenEndpointHandlers = fosite.TokenEndpointHandlers{code, clientCredentials, refresh, oidcCode, oidcRefresh, pkceHandler}
+	fc.TokenEndpointHandlers = fosite.TokenEndpointHandlers{code, clientCredentials, refresh, device, oidcCode, oidcRefresh, pkceHandler}
 	fc.TokenIntrospectionHandlers = fosite.TokenIntrospectionHandlers{introspection}
 	fc.RevocationHandlers = fosite.RevocationHandlers{revocation}
 	oauth := fosite.NewOAuth2Provider(store, fc)

@@ -23,6 +23,7 @@ func (p *Provider) routes() http.Handler {
 	r.HandleFunc("/api/oauth/authorize", p.authorize).Methods(get, post)
 	r.HandleFunc("/api/oauth/authorize/resume", p.resumeAuthorize).Methods(get)
 	r.HandleFunc("/api/oauth/token", p.failedRequestsLimited(p.basicChallenge(p.token))).Methods(post)
+	r.HandleFunc("/api/oauth/device/code", p.failedRequestsLimited(p.basicChallenge(p.deviceAuthorization))).Methods(post)
 	r.HandleFunc("/api/oauth/userinfo", p.userinfo).Methods(get, post)
 	r.HandleFunc("/api/oauth/revoke", p.failedRequestsLimited(p.basicChallenge(p.revoke))).Methods(post)
 	r.HandleFunc("/api/oauth/introspect", p.failedRequestsLimited(p.basicChallenge(p.introspect))).Methods(post)

@@ -95,7 +95,7 @@ func (c *cli) clientCreate(ctx context.Context, args []string) int {
 	cmd.listVar(&spec.RedirectURIs, "redirect-uri", "URI", "allowed redirect URI")
 	cmd.listVar(&spec.PostLogoutRedirectURIs, "post-logout-redirect-uri", "URI", "allowed post-logout redirect URI")
 	cmd.listVar(&scopes, "scope", "SCOPES", `allowed scopes, space-separated ("openid profile email")`)
-	cmd.listVar(&spec.GrantTypes, "grant-type", "TYPE", "allowed grant type: authorization_code, refresh_token or client_credentials")
+	cmd.listVar(&spec.GrantTypes, "grant-type", "TYPE", "allowed grant type: authorization_code, refresh_token, client_credentials or urn:ietf:params:oauth:grant-type:device_code")
 	cmd.listVar(&spec.Audience, "audience", "URI", "audience the client may ask tokens for (audience or resource parameter), e.g. an API's URI or a resource server's client id")
 	cmd.flag(&spec.Public, "public", "public client (no secret; PKCE only), e.g. a single-page or mobile app")
 	cmd.flag(&spec.FirstParty, "first-party", "first-party client: users are not asked for consent")

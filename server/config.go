@@ -85,6 +85,8 @@ func serveCommand() (c *command, resolve func() (Config, error)) {
 	c.durationVar(&pc.RefreshTokenLifespan, "refresh-token-ttl", "GATEHOUSE_REFRESH_TOKEN_TTL", provider.DefaultRefreshTokenLifespan, "refresh token lifetime")
 	c.durationVar(&pc.PublicSessionLifespan, "public-session-ttl", "GATEHOUSE_PUBLIC_SESSION_TTL", publicauth.DefaultSessionLifespan, "public-session cookie lifetime")
 	c.durationVar(&pc.AdminSessionLifespan, "admin-session-ttl", "GATEHOUSE_ADMIN_SESSION_TTL", publicauth.DefaultAdminSessionLifespan, "admin-session cookie lifetime")
+	c.durationVar(&pc.Device.CodeLifespan, "device-code-ttl", "GATEHOUSE_DEVICE_CODE_TTL", provider.DefaultDeviceCodeLifespan, "time a device code and its user code work (device authorization grant)")
+	c.durationVar(&pc.Device.PollInterval, "device-poll-interval", "GATEHOUSE_DEVICE_POLL_INTERVAL", provider.DefaultDevicePollInterval, "least time a device waits between polls of the token endpoint, whole seconds")
 	c.durationVar(&pc.LoginRequestLifespan, "login-request-ttl", "GATEHOUSE_LOGIN_REQUEST_TTL", provider.DefaultLoginRequestLifespan, "time a user has to log in and consent during an authorization request")
 	c.oneOfVar(&pc.AccessTokenAlg, "access-token-alg", "GATEHOUSE_ACCESS_TOKEN_ALG", provider.DefaultAccessTokenAlg,
 		[]string{provider.AlgRS256, provider.AlgES256}, "access token signing algorithm: RS256 or ES256")

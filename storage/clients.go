@@ -145,13 +145,14 @@ func (s *Store) ListClients(ctx context.Context) ([]*Client, error) {
 }
 
 // DeleteClient deletes the client and, in the same transaction, everything issued to it:
-// authorization codes, access and refresh tokens, PKCE and OpenID Connect rows, consents and
-// pending authorization requests. It returns ErrNotFound when there is no such client.
+// authorization codes, access and refresh tokens, PKCE and OpenID Connect rows, consents,
+// device codes and pending authorization requests. It returns ErrNotFound when there is no such client.
 func (s *Store) DeleteClient(ctx context.Context, id string) error {
 	err := s.inTx(ctx, func(tx *gorm.DB) error {
 		for _, model := range []any{
 			&authorizationCodeModel{}, &accessTokenModel{}, &refreshTokenModel{},
 			&pkceRequestModel{}, &oidcSessionModel{}, &consentModel{}, &authRequestModel{},
+			&deviceCodeModel{},
 		} {
 			if err := tx.Where("client_id = ?", id).Delete(model).Error; err != nil {
 				return fmt.Errorf("storage: delete client: %w", err)

@@ -33,6 +33,9 @@ func migrations() []migration {
 		{version: 11, name: "authorization codes carry their PKCE and OpenID Connect request data", up: func(tx *gorm.DB, n schemaNames) error {
 			return execAll(tx, n, schemaV11())
 		}},
+		{version: 16, name: "device authorization grant codes", up: func(tx *gorm.DB, n schemaNames) error {
+			return execAll(tx, n, schemaV16())
+		}},
 	}
 }
 
