@@ -36,6 +36,9 @@ func migrations() []migration {
 		{version: 16, name: "device authorization grant codes", up: func(tx *gorm.DB, n schemaNames) error {
 			return execAll(tx, n, schemaV16())
 		}},
+		{version: 18, name: "users carry the OpenID Connect standard profile", up: func(tx *gorm.DB, n schemaNames) error {
+			return execAll(tx, n, schemaV18())
+		}},
 	}
 }
 
