@@ -120,6 +120,9 @@ func (p *Provider) newAuthorizeRequest(ctx context.Context, r *http.Request) (fo
 		return ar, resourceErr
 	}
 	form := ar.GetRequestForm()
+	if _, err := parseClaimsParameter(form.Get("claims")); err != nil {
+		return ar, err
+	}
 	challenge, method := form.Get("code_challenge"), form.Get("code_challenge_method")
 	switch {
 	case challenge == "" && (ar.GetClient().IsPublic() || !p.cfg.AllowConfidentialWithoutPKCE):
@@ -297,7 +300,7 @@ func (p *Provider) newAuthorizeResponse(ctx context.Context, ar fosite.Authorize
 }
 
 // userSession builds the fosite session of a user grant: the ID token claims the granted
-// scopes allow (Account.Claims with `profile`), auth_time from the real login, and the
+// scopes and the `claims` parameter allow (idTokenClaims), auth_time from the real login, and the
 // request time for max_age/prompt.
 func (p *Provider) userSession(ctx context.Context, user *publicauth.User, ar fosite.AuthorizeRequester, authTime, requestedAt time.Time, method string) *Session {
 	s := newSession()
@@ -309,15 +312,7 @@ func (p *Provider) userSession(ctx context.Context, user *publicauth.User, ar fo
 	c.AuthTime = secondUTC(authTime)
 	c.RequestedAt = secondUTC(requestedAt)
 	c.Extra = map[string]any{"azp": ar.GetClient().GetID()}
-	scopes := ar.GetGrantedScopes()
-	if scopes.Has("email") {
-		c.Extra["email"] = user.Email
-		c.Extra["email_verified"] = user.EmailVerified
-	}
-	if scopes.Has("profile") {
-		c.Extra["name"] = user.Name
-	}
-	p.accountClaims(ctx, c.Extra, user, scopes)
+	p.idTokenClaims(ctx, s, user, ar)
 	if amr := amrFor(method); amr != "" {
 		c.AuthenticationMethodsReferences = []string{amr}
 	}

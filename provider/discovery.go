@@ -47,38 +47,38 @@ type discoveryDocument struct {
 }
 
 // scopesSupported are the scopes Gatehouse understands.
-var scopesSupported = []string{"openid", "profile", "email", "offline_access", "manage_permissions"}
+var scopesSupported = []string{"openid", "profile", "email", "phone", "address", "offline_access", "manage_permissions"}
 
 func (p *Provider) discoveryDocument() discoveryDocument {
 	iss := p.cfg.Issuer
 	return discoveryDocument{
-		Issuer:                                    iss,
-		AuthorizationEndpoint:                     iss + "/api/oauth/authorize",
-		TokenEndpoint:                             iss + "/api/oauth/token",
-		UserinfoEndpoint:                          iss + "/api/oauth/userinfo",
-		JWKSURI:                                   iss + "/.well-known/jwks.json",
-		RevocationEndpoint:                        iss + "/api/oauth/revoke",
-		IntrospectionEndpoint:                     iss + "/api/oauth/introspect",
-		EndSessionEndpoint:                        iss + "/api/oauth/logout",
-		ScopesSupported:                           supportedScopes(p.cfg.Scopes),
-		ResponseTypesSupported:                    []string{"code"},
-		ResponseModesSupported:                    []string{"query", "form_post"},
-		GrantTypesSupported:                       grantTypesSupported,
-		DeviceAuthorizationEndpoint:               iss + "/api/oauth/device/code",
-		SubjectTypesSupported:                     []string{"public"},
-		IDTokenSigningAlgValuesSupported:          []string{AlgRS256, AlgES256},
-		TokenEndpointAuthMethodsSupported:         []string{"client_secret_basic", "client_secret_post", "none"},
-		RevocationEndpointAuthMethodsSupported:    []string{"client_secret_basic", "client_secret_post", "none"},
-		IntrospectionEndpointAuthMethodsSupported: []string{"client_secret_basic", "client_secret_post"},
-		CodeChallengeMethodsSupported:             []string{"S256"},
-		ClaimsSupported: []string{"sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "azp",
-			"acr", "amr", "email", "email_verified", "name", "updated_at"},
+		Issuer:                                     iss,
+		AuthorizationEndpoint:                      iss + "/api/oauth/authorize",
+		TokenEndpoint:                              iss + "/api/oauth/token",
+		UserinfoEndpoint:                           iss + "/api/oauth/userinfo",
+		JWKSURI:                                    iss + "/.well-known/jwks.json",
+		RevocationEndpoint:                         iss + "/api/oauth/revoke",
+		IntrospectionEndpoint:                      iss + "/api/oauth/introspect",
+		EndSessionEndpoint:                         iss + "/api/oauth/logout",
+		ScopesSupported:                            supportedScopes(p.cfg.Scopes),
+		ResponseTypesSupported:                     []string{"code"},
+		ResponseModesSupported:                     []string{"query", "form_post"},
+		GrantTypesSupported:                        grantTypesSupported,
+		DeviceAuthorizationEndpoint:                iss + "/api/oauth/device/code",
+		SubjectTypesSupported:                      []string{"public"},
+		IDTokenSigningAlgValuesSupported:           []string{AlgRS256, AlgES256},
+		TokenEndpointAuthMethodsSupported:          []string{"client_secret_basic", "client_secret_post", "none"},
+		RevocationEndpointAuthMethodsSupported:     []string{"client_secret_basic", "client_secret_post", "none"},
+		IntrospectionEndpointAuthMethodsSupported:  []string{"client_secret_basic", "client_secret_post"},
+		CodeChallengeMethodsSupported:              []string{"S256"},
+		ClaimsSupported:                            claimsSupported(),
 		PromptValuesSupported:                      []string{"none", "login", "consent", "select_account"},
 		DisplayValuesSupported:                     []string{"page", "popup", "touch", "wap"},
 		ACRValuesSupported:                         []string{acrSingleFactor},
 		UILocalesSupported:                         []string{"en"},
 		ClaimsLocalesSupported:                     []string{"en"},
 		AuthorizationResponseIssParameterSupported: true,
+		ClaimsParameterSupported:                   true,
 		AccountFeatures:                            p.accountFeatures(),
 	}
 }
