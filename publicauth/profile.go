@@ -241,8 +241,8 @@ func (c ProfileChange) apply(p Profile) Profile {
 // for a refused value, ErrUserNotFound for no such user, and an
 // *UnavailableError (404) with a store given with WithAccounts, whose profiles are its own.
 func (s *Service) ChangeProfile(ctx context.Context, userID string, c ProfileChange, byOperator bool) (*User, error) {
-	if !s.Abilities().OwnAccounts {
-		return nil, &UnavailableError{Feature: FeatureProfileEditing}
+	if err := s.ProfileEditingOffered(); err != nil {
+		return nil, err
 	}
 	if c.PhoneNumberVerified != nil && !byOperator {
 		return nil, &InputError{Field: "phoneNumberVerified", Reason: "is set by an administrator only"}
@@ -421,4 +421,13 @@ func (h *handlers) updateMe(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	httpjson.Write(w, http.StatusOK, newProfileView(u))
+}
+
+// ProfileEditingOffered returns nil when users can edit their profile here (Gatehouse's own
+// users), else the *UnavailableError (404) ChangeProfile answers.
+func (s *Service) ProfileEditingOffered() error {
+	if !s.Abilities().OwnAccounts {
+		return &UnavailableError{Feature: FeatureProfileEditing}
+	}
+	return nil
 }
