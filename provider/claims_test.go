@@ -14,7 +14,6 @@ import (
 	"github.com/gatehouse-id/gatehouse/storage/storagetest"
 )
 
-
 // claimsFixture is a provider with a user whose whole standard profile is set, and a
 // first-party client that may ask for every scope.
 type claimsFixture struct {
