@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/oauth2"
+
 	"github.com/gatehouse-id/gatehouse/provider"
 	"github.com/gatehouse-id/gatehouse/storage/storagetest"
 )
@@ -257,6 +259,63 @@ func TestAccountPage(t *testing.T) {
 			}
 			if _, body := br.me(t, e, http.MethodGet, "", nil); body["givenName"] != "Robert" || body["name"] != "Bob Example" {
 				t.Errorf("after the refused POSTs: got %v", body)
+			}
+		})
+	})
+}
+
+// TestSocialLoginFillsProfile: a first Google login creates the account with the profile
+// Google reports (a value failing the rules is dropped); linking Google to an existing
+// account fills only the fields the user left empty; later logins change nothing.
+func TestSocialLoginFillsProfile(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
+		g := newFakeUpstream(t, "google")
+		e := newEnv(t, b, provider.Config{Social: provider.SocialConfig{Google: g.config()}})
+		client := e.client(t, provider.ClientSpec{ID: "social-rp", FirstParty: true, Scopes: []string{"openid", "profile"}})
+		rp := e.relyingParty(t, client, "openid", "profile")
+		login := func(t *testing.T) map[string]any {
+			t.Helper()
+			br := socialBrowser(t, e, g.srv.URL)
+			ar := rp.start(oauth2.SetAuthURLParam("provider", "google"))
+			tok := rp.exchange(t, ar, wantCode(t, e, ar, callback(t, br.get(t, ar.String()), rpRedirectURI)))
+			ui := e.userinfo(t, tok.AccessToken)
+			if ui.status != http.StatusOK {
+				t.Fatalf("userinfo: got %s", ui)
+			}
+			return ui.body
+		}
+
+		t.Run("a first login creates the account with the upstream profile", func(t *testing.T) {
+			g.signIn(fakeProfile{Sub: "g-ada", Email: "ada@example.com", Name: "Ada Lovelace", Verified: true,
+				Given: "Ada", Family: "Lovelace", Picture: "https://example.com/ada.png", Locale: "not a locale!"})
+			got := login(t)
+			if got["given_name"] != "Ada" || got["family_name"] != "Lovelace" || got["picture"] != "https://example.com/ada.png" {
+				t.Errorf("userinfo: got %v, want Google's profile", got)
+			}
+			if _, ok := got["locale"]; ok {
+				t.Errorf("an invalid upstream locale was kept: %v", got["locale"])
+			}
+		})
+
+		t.Run("linking fills only what the user left empty", func(t *testing.T) {
+			grace := e.user(t, "grace@example.com", "Grace Hopper")
+			if _, err := e.p.UpdateUser(context.Background(), grace.ID, provider.UserUpdate{
+				Profile: provider.ProfileChange{GivenName: ptr("Amazing Grace")}}); err != nil {
+				t.Fatal(err)
+			}
+			g.signIn(fakeProfile{Sub: "g-grace", Email: "grace@example.com", Name: "G. H.", Verified: true,
+				Given: "G.", Family: "Hopper", Locale: "en-US"})
+			got := login(t)
+			if got["sub"] != grace.ID || got["name"] != "Grace Hopper" || got["given_name"] != "Amazing Grace" ||
+				got["family_name"] != "Hopper" || got["locale"] != "en-US" {
+				t.Errorf("userinfo after linking: got %v", got)
+			}
+			// A later login with another upstream profile changes nothing.
+			g.signIn(fakeProfile{Sub: "g-grace", Email: "grace@example.com", Name: "G. H.", Verified: true,
+				Given: "Other", Family: "Other", Picture: "https://example.com/other.png", Locale: "fr"})
+			again := login(t)
+			if again["family_name"] != "Hopper" || again["locale"] != "en-US" || again["picture"] != nil {
+				t.Errorf("userinfo after a later login: got %v", again)
 			}
 		})
 	})

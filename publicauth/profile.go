@@ -431,3 +431,33 @@ func (s *Service) ProfileEditingOffered() error {
 	}
 	return nil
 }
+
+// fillProfile returns p with each empty field taken from upstream (a social or upstream
+// identity's profile), when upstream's value passes the profile's rules; a field p has is
+// kept, so a user's own edits win. phone_number_verified is never taken: only an
+// administrator vouches for a number.
+func fillProfile(p, upstream Profile, now time.Time) Profile {
+	fill := func(dst *string, v string, check func(ProfileChange) error, change func(*string) ProfileChange) {
+		if *dst != "" || strings.TrimSpace(v) == "" {
+			return
+		}
+		v = strings.TrimSpace(v)
+		if check(change(&v)) == nil {
+			*dst = v
+		}
+	}
+	check := func(c ProfileChange) error { return c.validate(now) }
+	fill(&p.GivenName, upstream.GivenName, check, func(v *string) ProfileChange { return ProfileChange{GivenName: v} })
+	fill(&p.FamilyName, upstream.FamilyName, check, func(v *string) ProfileChange { return ProfileChange{FamilyName: v} })
+	fill(&p.MiddleName, upstream.MiddleName, check, func(v *string) ProfileChange { return ProfileChange{MiddleName: v} })
+	fill(&p.Nickname, upstream.Nickname, check, func(v *string) ProfileChange { return ProfileChange{Nickname: v} })
+	fill(&p.PreferredUsername, upstream.PreferredUsername, check, func(v *string) ProfileChange { return ProfileChange{PreferredUsername: v} })
+	fill(&p.Profile, upstream.Profile, check, func(v *string) ProfileChange { return ProfileChange{Profile: v} })
+	fill(&p.Picture, upstream.Picture, check, func(v *string) ProfileChange { return ProfileChange{Picture: v} })
+	fill(&p.Website, upstream.Website, check, func(v *string) ProfileChange { return ProfileChange{Website: v} })
+	fill(&p.Gender, upstream.Gender, check, func(v *string) ProfileChange { return ProfileChange{Gender: v} })
+	fill(&p.Birthdate, upstream.Birthdate, check, func(v *string) ProfileChange { return ProfileChange{Birthdate: v} })
+	fill(&p.Zoneinfo, upstream.Zoneinfo, check, func(v *string) ProfileChange { return ProfileChange{Zoneinfo: v} })
+	fill(&p.Locale, upstream.Locale, check, func(v *string) ProfileChange { return ProfileChange{Locale: v} })
+	return p
+}
