@@ -148,9 +148,10 @@ type ClaimsRequest struct {
 // client_id, email, email_verified, name, updated_at, …) is dropped, and each drop is
 // logged as an error. The values must encode as JSON.
 //
-// Account.Claims of the Accounts store are not fn's business: they go into userinfo and the
-// ID token (as decided when the user authorized the client) when the `profile` scope is
-// granted, under the same rule; fn's claims win over them.
+// Account.Claims of the Accounts store are not fn's business: the standard claims among
+// them follow their scopes and the `claims` parameter (claims.go), the others go into
+// userinfo and the ID token (as decided when the user authorized the client) when the
+// `profile` scope is granted, under the same rule; fn's claims win over them.
 func WithClaims(fn func(ctx context.Context, r ClaimsRequest) (map[string]any, error)) Option {
 	return func(o *options) error {
 		if fn == nil {

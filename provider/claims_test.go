@@ -261,3 +261,40 @@ func TestDiscoveryAdvertisesClaims(t *testing.T) {
 		}
 	})
 }
+
+// TestWithAccountsStandardClaims: an Accounts store's standard claims (Account.Claims)
+// follow their scopes as Gatehouse's own users' do, its other claims keep going with
+// `profile` into both tokens, and its users cannot edit a profile here (404).
+func TestWithAccountsStandardClaims(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
+		company := newCompanyAccounts()
+		company.add(provider.Account{ID: "77", Email: "kim@example.com", EmailVerified: true, Name: "Kim",
+			Claims: map[string]any{"given_name": "Kim", "phone_number": "+4912345678", "team": "red"}}, testPassword)
+		e, _ := accountsEnv(t, b, company)
+		client := e.client(t, provider.ClientSpec{ID: "acct-claims", FirstParty: true,
+			Scopes: []string{"openid", "profile", "phone"}})
+		br := e.browser(t)
+
+		_, tok := e.relyingParty(t, client, "openid", "profile").signIn(t, e, br, "kim@example.com")
+		ui := e.userinfo(t, tok.AccessToken).body
+		if ui["given_name"] != "Kim" || ui["team"] != "red" || ui["phone_number"] != nil {
+			t.Errorf("userinfo with profile: got %v", ui)
+		}
+		if tok.claims["given_name"] != nil || tok.claims["team"] != "red" || tok.claims["name"] != "Kim" {
+			t.Errorf("ID token with profile: got %v", tok.claims)
+		}
+		_, tok = e.relyingParty(t, client, "openid", "phone").signIn(t, e, br, "kim@example.com")
+		if ui := e.userinfo(t, tok.AccessToken).body; ui["phone_number"] != "+4912345678" || ui["given_name"] != nil || ui["team"] != nil {
+			t.Errorf("userinfo with phone: got %v", ui)
+		}
+
+		status, body := br.me(t, e, http.MethodPatch, `{"givenName":"K"}`, nil)
+		if status != http.StatusNotFound || body["message"] != "profile editing is not available" {
+			t.Errorf("PATCH /api/public/me with WithAccounts: got %d %v, want 404", status, body)
+		}
+		if p := br.get(t, e.issuer+"/account"); p.status != http.StatusNotFound {
+			t.Errorf("account page with WithAccounts: got %s, want 404", p)
+		}
+	})
+}
