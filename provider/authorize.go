@@ -191,6 +191,16 @@ func (p *Provider) decide(w http.ResponseWriter, r *http.Request, ar fosite.Auth
 			}
 		}
 	}
+	if user != nil {
+		switch wanted := requestedSubject(form); {
+		case wanted == "" || wanted == user.ID:
+		case fresh:
+			p.authorizeError(w, r, ar, fosite.ErrAccessDenied.WithHint("The user who signed in is not the subject the claims parameter asks for."))
+			return
+		default:
+			needLogin = true
+		}
+	}
 	if needLogin {
 		if promptNone {
 			p.authorizeError(w, r, ar, fosite.ErrLoginRequired.WithHint("The user is not logged in."))

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"slices"
 
 	"github.com/ory/fosite"
@@ -278,4 +279,18 @@ func claimsSupported() []string {
 		out = append(out, scopeClaims[scope]...)
 	}
 	return out
+}
+
+// requestedSubject is the `sub` value the `claims` parameter of form asks the ID token for
+// (Core §5.5.1: only that user may be answered positively), or "" when it asks none.
+func requestedSubject(form url.Values) string {
+	cp, _ := parseClaimsParameter(form.Get("claims"))
+	if cp == nil || cp.IDToken["sub"] == nil {
+		return ""
+	}
+	var sub string
+	if json.Unmarshal(cp.IDToken["sub"].Value, &sub) != nil {
+		return ""
+	}
+	return sub
 }

@@ -214,6 +214,30 @@ func TestClaimsParameter(t *testing.T) {
 			})
 		}
 
+		t.Run("a sub value answers only that user", func(t *testing.T) {
+			rp := f.e.relyingParty(t, f.rp, "openid")
+			br := f.e.browser(t)
+			subClaims := func(sub string) oauth2.AuthCodeOption {
+				return oauth2.SetAuthURLParam("claims", `{"id_token":{"sub":{"value":"`+sub+`"}}}`)
+			}
+			// Signing in while asking for another subject: access_denied, no code.
+			ar := rp.start(subClaims("someone-else"))
+			p := br.login(t, br.get(t, ar.String()), f.user.Email)
+			wantAuthError(t, f.e, ar, callback(t, p, rpRedirectURI), "access_denied")
+			// The user is signed in now: their own sub gets a code at once.
+			ar = rp.start(subClaims(f.user.ID), oauth2.SetAuthURLParam("prompt", "none"))
+			tok := rp.exchange(t, ar, wantCode(t, f.e, ar, callback(t, br.get(t, ar.String()), rpRedirectURI)))
+			if tok.claims["sub"] != f.user.ID {
+				t.Errorf("sub: got %v", tok.claims["sub"])
+			}
+			// Another subject with prompt=none: login_required; without it, the login page.
+			ar = rp.start(subClaims("someone-else"), oauth2.SetAuthURLParam("prompt", "none"))
+			wantAuthError(t, f.e, ar, callback(t, br.get(t, ar.String()), rpRedirectURI), "login_required")
+			if p := br.get(t, rp.start(subClaims("someone-else")).String()); p.status != http.StatusOK || p.url.Path != "/login" {
+				t.Errorf("another subject: got %s, want the login page", p)
+			}
+		})
+
 		for _, bad := range []struct{ name, claims string }{
 			{"not JSON", `{"id_token":`},
 			{"not an object", `["id_token"]`},
