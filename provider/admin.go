@@ -96,8 +96,19 @@ type ClientSpec struct {
 	// Any other client sees only its own tokens as active. A resource server must be
 	// confidential: introspection needs a secret.
 	ResourceServer bool
-	// IDTokenAlg is optional: "RS256" (the default when empty) or "ES256".
+	// IDTokenAlg is optional: "RS256" (the default when empty), "ES256" or "EdDSA"
+	// (Ed25519; at_hash then hashes with SHA-512, as OpenID Connect Core §3.1.3.6 with its
+	// errata asks of this algorithm).
 	IDTokenAlg string
+	// RequirePAR is optional (default false): the client must push every authorization
+	// request to /api/oauth/par (RFC 9126); the authorization endpoint answers
+	// invalid_request to one without a pushed request_uri. Config.RequirePAR requires it
+	// of every client.
+	RequirePAR bool
+	// RequireDPoP is optional (default false): every token request of the client must carry
+	// a DPoP proof (RFC 9449), so all its access tokens are bound to its key; one without is
+	// refused with invalid_dpop_proof. Clients without it may still use DPoP.
+	RequireDPoP bool
 }
 
 // ClientInfo is the JSON view of a client. ClientSecret is set only by CreateClient: the
@@ -115,6 +126,8 @@ type ClientInfo struct {
 	FirstParty             bool      `json:"first_party"`
 	ResourceServer         bool      `json:"resource_server"`
 	IDTokenAlg             string    `json:"id_token_signed_response_alg"`
+	RequirePAR             bool      `json:"require_pushed_authorization_requests"`
+	RequireDPoP            bool      `json:"dpop_bound_access_tokens"`
 	CreatedAt              time.Time `json:"created_at"`
 }
 
@@ -127,7 +140,7 @@ func (p *Provider) CreateClient(ctx context.Context, spec ClientSpec) (ClientInf
 		ResourceServer: spec.ResourceServer,
 		RedirectURIs:   spec.RedirectURIs, PostLogoutRedirectURIs: spec.PostLogoutRedirectURIs,
 		Scopes: spec.Scopes, GrantTypes: spec.GrantTypes, Audience: spec.Audience, IDTokenAlg: spec.IDTokenAlg,
-		ResponseTypes: []string{"code"},
+		ResponseTypes: []string{"code"}, RequirePAR: spec.RequirePAR, RequireDPoP: spec.RequireDPoP,
 	}
 	if c.ID == "" {
 		c.ID = uuid.NewString()
@@ -219,8 +232,8 @@ func validateClient(c *storage.Client) error {
 			errs = append(errs, fmt.Errorf("audience %q must be non-empty printable ASCII without space, quote or backslash", a))
 		}
 	}
-	if c.IDTokenAlg != AlgRS256 && c.IDTokenAlg != AlgES256 {
-		errs = append(errs, fmt.Errorf("ID token algorithm %q is not RS256 or ES256", c.IDTokenAlg))
+	if !slices.Contains(supportedAlgs, c.IDTokenAlg) {
+		errs = append(errs, fmt.Errorf("ID token algorithm %q is not RS256, ES256 or EdDSA", c.IDTokenAlg))
 	}
 	return errors.Join(errs...)
 }
@@ -237,7 +250,7 @@ func clientInfo(c *storage.Client) ClientInfo {
 		PostLogoutRedirectURIs: nonNil(c.PostLogoutRedirectURIs), Scopes: nonNil(c.Scopes),
 		GrantTypes: nonNil(c.GrantTypes), Audience: nonNil(c.Audience), Public: c.Public, FirstParty: c.FirstParty,
 		ResourceServer: c.ResourceServer,
-		IDTokenAlg:     c.IDTokenAlg, CreatedAt: c.CreatedAt.UTC(),
+		IDTokenAlg:     c.IDTokenAlg, CreatedAt: c.CreatedAt.UTC(), RequirePAR: c.RequirePAR, RequireDPoP: c.RequireDPoP,
 	}
 }
 
@@ -275,8 +288,13 @@ type ClientUpdate struct {
 	FirstParty *bool
 	// ResourceServer turns the resource-server role on or off (confidential clients only).
 	ResourceServer *bool
-	// IDTokenAlg replaces the ID token algorithm: "RS256" or "ES256".
+	// IDTokenAlg replaces the ID token algorithm: "RS256", "ES256" or "EdDSA".
 	IDTokenAlg *string
+	// RequirePAR turns the pushed-authorization-request requirement on or off
+	// (ClientSpec.RequirePAR). A flow already past the authorization endpoint completes.
+	RequirePAR *bool
+	// RequireDPoP turns the DPoP requirement on or off (ClientSpec.RequireDPoP).
+	RequireDPoP *bool
 }
 
 // UpdateClient applies up to the client with that id and returns it; the result is
@@ -299,6 +317,8 @@ func (p *Provider) UpdateClient(ctx context.Context, id string, up ClientUpdate)
 		set(&c.FirstParty, up.FirstParty)
 		set(&c.ResourceServer, up.ResourceServer)
 		set(&c.IDTokenAlg, up.IDTokenAlg)
+		set(&c.RequirePAR, up.RequirePAR)
+		set(&c.RequireDPoP, up.RequireDPoP)
 		if err := checkClient(c); err != nil {
 			return err
 		}
@@ -508,9 +528,9 @@ func (p *Provider) UpdateUser(ctx context.Context, user string, up UserUpdate) (
 	return userInfo(u), nil
 }
 
-// RotateKeys adds a new RS256 and ES256 key and returns the published set. Every replica
-// publishes the new keys within Config.KeyReloadInterval; they sign from one and a half
-// intervals after the rotation. The previous keys sign until then and stay published until
+// RotateKeys adds a new RS256, ES256 and EdDSA key and returns the published set. Every
+// replica publishes the new keys within Config.KeyReloadInterval; they sign from one and a
+// half intervals after the rotation. The previous keys sign until then and stay published until
 // every token they signed has expired.
 func (p *Provider) RotateKeys(ctx context.Context) ([]KeyInfo, error) {
 	if err := p.keys.rotate(ctx); err != nil {

@@ -294,3 +294,10 @@ func requestedSubject(form url.Values) string {
 	}
 	return sub
 }
+
+// checkClaimsParameter refuses an authorization request (or a pushed one) whose `claims`
+// parameter is malformed: invalid_request.
+func checkClaimsParameter(ar fosite.AuthorizeRequester) error {
+	_, err := parseClaimsParameter(ar.GetRequestForm().Get("claims"))
+	return err
+}

@@ -22,6 +22,7 @@ func (p *Provider) routes() http.Handler {
 	r.HandleFunc("/.well-known/jwks.json", p.jwks).Methods(get, http.MethodHead)
 	r.HandleFunc("/api/oauth/authorize", p.authorize).Methods(get, post)
 	r.HandleFunc("/api/oauth/authorize/resume", p.resumeAuthorize).Methods(get)
+	r.HandleFunc("/api/oauth/par", p.failedRequestsLimited(p.basicChallenge(p.pushAuthorize))).Methods(post)
 	r.HandleFunc("/api/oauth/token", p.failedRequestsLimited(p.basicChallenge(p.token))).Methods(post)
 	r.HandleFunc("/api/oauth/device/code", p.failedRequestsLimited(p.basicChallenge(p.deviceAuthorization))).Methods(post)
 	r.HandleFunc("/api/oauth/userinfo", p.userinfo).Methods(get, post)

@@ -67,6 +67,8 @@ type clientModel struct {
 	FirstParty             bool
 	ResourceServer         bool
 	IDTokenAlg             string    `gorm:"column:id_token_alg"`
+	RequirePAR             bool      `gorm:"column:require_par"`
+	RequireDPoP            bool      `gorm:"column:require_dpop"`
 	CreatedAt              time.Time `gorm:"autoCreateTime:false"`
 	UpdatedAt              time.Time `gorm:"autoUpdateTime:false"`
 }
@@ -163,6 +165,9 @@ type refreshTokenModel struct {
 	Request         requestColumns `gorm:"embedded"`
 	AccessSignature string
 	Active          bool
+	// RotatedAt and GraceUsed: see schemaV19.
+	RotatedAt *time.Time
+	GraceUsed bool
 }
 
 func (refreshTokenModel) TableName(n schema.Namer) string { return n.TableName("refresh_tokens") }

@@ -35,8 +35,7 @@ import (
 
 // requiredSteps must each run and pass; a skipped one fails the test. Extend it as features
 // land: code_flow_private_key_jwt and code_flow_client_secret_jwt (client authentication),
-// code_flow_jar (request objects), code_flow_par (PAR), code_flow_par_jar (both),
-// code_flow_dpop, refresh_dpop and userinfo_dpop (DPoP).
+// code_flow_jar (request objects), code_flow_par_jar (PAR with a request object).
 var requiredSteps = []string{
 	"discovery",
 	"code_flow_client_secret_basic",
@@ -45,6 +44,10 @@ var requiredSteps = []string{
 	"code_flow_client_secret_post",
 	"introspection_client_secret_post",
 	"revocation_client_secret_post",
+	"code_flow_par",
+	"code_flow_dpop",
+	"refresh_dpop",
+	"userinfo_dpop",
 	"end_session",
 }
 
