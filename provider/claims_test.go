@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/oauth2"
 
@@ -319,6 +320,44 @@ func TestWithAccountsStandardClaims(t *testing.T) {
 		}
 		if p := br.get(t, e.issuer+"/account"); p.status != http.StatusNotFound {
 			t.Errorf("account page with WithAccounts: got %s, want 404", p)
+		}
+	})
+}
+
+// TestClaimsParameterInRequestObject: a signed request object (RFC 9101) carries the
+// claims parameter as a JSON object member, and it is honoured as the query's would be.
+func TestClaimsParameterInRequestObject(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
+		e := newEnv(t, b, provider.Config{})
+		alice := e.user(t, "alice@example.com", "Alice")
+		if _, err := e.p.UpdateUser(context.Background(), alice.ID, provider.UserUpdate{
+			Profile: provider.ProfileChange{Nickname: ptr("ally"), Locale: ptr("en-GB")}}); err != nil {
+			t.Fatal(err)
+		}
+		key := newECKey(t, "k1")
+		jar := e.client(t, provider.ClientSpec{ID: "jar-claims", FirstParty: true, JWKS: jwksOf(t, key), RequestObjectAlg: "ES256",
+			Scopes: []string{"openid", "profile", "email"}})
+		rp := e.relyingParty(t, jar, "openid", "profile")
+		ar := rp.start()
+		claims := map[string]any{"iss": jar.ClientID, "aud": e.issuer, "exp": time.Now().Add(5 * time.Minute).Unix()}
+		for k, v := range ar.url.Query() {
+			claims[k] = v[0]
+		}
+		claims["claims"] = map[string]any{
+			"id_token": map[string]any{"nickname": map[string]any{"essential": true}},
+			"userinfo": map[string]any{"locale": map[string]any{"value": "fr-FR"}},
+		}
+		ar.set("request", signWith(t, key.alg, key.priv, key.kid, claims))
+		br := e.browser(t)
+		p := br.login(t, br.get(t, ar.String()), alice.Email)
+		tok := rp.exchange(t, ar, wantCode(t, e, ar, callback(t, p, rpRedirectURI)))
+		if tok.claims["nickname"] != "ally" {
+			t.Errorf("ID token nickname: got %v, want ally", tok.claims["nickname"])
+		}
+		ui := e.userinfo(t, tok.AccessToken).body
+		if ui["nickname"] != "ally" || ui["locale"] != nil {
+			t.Errorf("userinfo: got %v, want nickname and no locale (it does not match the value asked)", ui)
 		}
 	})
 }
