@@ -244,6 +244,10 @@ func (p *Provider) idTokenClaims(ctx context.Context, s *Session, user *publicau
 	if cp != nil {
 		asked = cp.IDToken
 	}
+	if req, ok := asked["acr"]; ok && req.admits(acrSingleFactor) {
+		// Every Gatehouse login is one factor: the only acr it can state.
+		s.Claims.AuthenticationContextClassReference = acrSingleFactor
+	}
 	scopes := ar.GetGrantedScopes()
 	releaseStandardClaims(s.Claims.Extra, user, scopes, asked, false)
 	p.accountClaims(ctx, s.Claims.Extra, user, scopes)

@@ -149,6 +149,12 @@ func TestClaimsParameter(t *testing.T) {
 			wantUI:   []string{"given_name", "family_name", "phone_number"},
 			checkRef: true,
 		}, {
+			name:   "acr asked in the ID token is stated when it can be met",
+			scopes: []string{"email"},
+			claims: `{"id_token":{"acr":{"essential":true,"values":["1","2"]}}}`,
+			wantID: map[string]any{"email": "zoe@example.com", "email_verified": true},
+			wantUI: []string{"email"},
+		}, {
 			name:   "values in the ID token release a matching claim and withhold another",
 			scopes: []string{"profile"},
 			claims: `{"id_token":{"zoneinfo":{"values":["Asia/Tokyo","Europe/Paris"]},"gender":{"value":"male"}}}`,
@@ -175,6 +181,9 @@ func TestClaimsParameter(t *testing.T) {
 				_, tok := rp.signIn(t, f.e, f.e.browser(t), f.user.Email, oauth2.SetAuthURLParam("claims", c.claims))
 				if got := userClaimsOf(tok.claims); !reflect.DeepEqual(got, c.wantID) {
 					t.Errorf("ID token user claims:\n got %v\nwant %v", got, c.wantID)
+				}
+				if wantACR := strings.Contains(c.claims, `"acr"`); wantACR != (tok.claims["acr"] == "1") {
+					t.Errorf("ID token acr: got %v, want it only when asked", tok.claims["acr"])
 				}
 				checkUserinfo := func(accessToken string) {
 					t.Helper()
