@@ -98,6 +98,13 @@ type ClientSpec struct {
 	ResourceServer bool
 	// IDTokenAlg is optional: "RS256" (the default when empty) or "ES256".
 	IDTokenAlg string
+	// BackchannelLogoutURI is optional (default none): where the client receives a logout
+	// token when a browser session it was issued tokens in ends (OpenID Connect Back-Channel
+	// Logout 1.0). https, or http on a loopback host; no fragment.
+	BackchannelLogoutURI string
+	// BackchannelLogoutSessionRequired is optional (default false): the client requires
+	// `sid` in logout tokens. Gatehouse always sends it.
+	BackchannelLogoutSessionRequired bool
 }
 
 // ClientInfo is the JSON view of a client. ClientSecret is set only by CreateClient: the
@@ -116,6 +123,9 @@ type ClientInfo struct {
 	ResourceServer         bool      `json:"resource_server"`
 	IDTokenAlg             string    `json:"id_token_signed_response_alg"`
 	CreatedAt              time.Time `json:"created_at"`
+
+	BackchannelLogoutURI             string `json:"backchannel_logout_uri,omitempty"`
+	BackchannelLogoutSessionRequired bool   `json:"backchannel_logout_session_required"`
 }
 
 var grantTypesSupported = []string{"authorization_code", "refresh_token", "client_credentials"}
@@ -127,7 +137,8 @@ func (p *Provider) CreateClient(ctx context.Context, spec ClientSpec) (ClientInf
 		ResourceServer: spec.ResourceServer,
 		RedirectURIs:   spec.RedirectURIs, PostLogoutRedirectURIs: spec.PostLogoutRedirectURIs,
 		Scopes: spec.Scopes, GrantTypes: spec.GrantTypes, Audience: spec.Audience, IDTokenAlg: spec.IDTokenAlg,
-		ResponseTypes: []string{"code"},
+		ResponseTypes: []string{"code"}, BackchannelLogoutURI: spec.BackchannelLogoutURI,
+		BackchannelLogoutSessionRequired: spec.BackchannelLogoutSessionRequired,
 	}
 	if c.ID == "" {
 		c.ID = uuid.NewString()
@@ -222,6 +233,11 @@ func validateClient(c *storage.Client) error {
 	if c.IDTokenAlg != AlgRS256 && c.IDTokenAlg != AlgES256 {
 		errs = append(errs, fmt.Errorf("ID token algorithm %q is not RS256 or ES256", c.IDTokenAlg))
 	}
+	if c.BackchannelLogoutURI != "" {
+		if err := checkBackchannelLogoutURI(c.BackchannelLogoutURI); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -238,6 +254,7 @@ func clientInfo(c *storage.Client) ClientInfo {
 		GrantTypes: nonNil(c.GrantTypes), Audience: nonNil(c.Audience), Public: c.Public, FirstParty: c.FirstParty,
 		ResourceServer: c.ResourceServer,
 		IDTokenAlg:     c.IDTokenAlg, CreatedAt: c.CreatedAt.UTC(),
+		BackchannelLogoutURI: c.BackchannelLogoutURI, BackchannelLogoutSessionRequired: c.BackchannelLogoutSessionRequired,
 	}
 }
 
@@ -277,6 +294,10 @@ type ClientUpdate struct {
 	ResourceServer *bool
 	// IDTokenAlg replaces the ID token algorithm: "RS256" or "ES256".
 	IDTokenAlg *string
+	// BackchannelLogoutURI replaces the back-channel logout URI ("" removes it).
+	BackchannelLogoutURI *string
+	// BackchannelLogoutSessionRequired replaces backchannel_logout_session_required.
+	BackchannelLogoutSessionRequired *bool
 }
 
 // UpdateClient applies up to the client with that id and returns it; the result is
@@ -299,6 +320,8 @@ func (p *Provider) UpdateClient(ctx context.Context, id string, up ClientUpdate)
 		set(&c.FirstParty, up.FirstParty)
 		set(&c.ResourceServer, up.ResourceServer)
 		set(&c.IDTokenAlg, up.IDTokenAlg)
+		set(&c.BackchannelLogoutURI, up.BackchannelLogoutURI)
+		set(&c.BackchannelLogoutSessionRequired, up.BackchannelLogoutSessionRequired)
 		if err := checkClient(c); err != nil {
 			return err
 		}

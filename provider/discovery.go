@@ -39,6 +39,7 @@ type discoveryDocument struct {
 	AuthorizationResponseIssParameterSupported bool     `json:"authorization_response_iss_parameter_supported"`
 	FrontchannelLogoutSupported                bool     `json:"frontchannel_logout_supported"`
 	BackchannelLogoutSupported                 bool     `json:"backchannel_logout_supported"`
+	BackchannelLogoutSessionSupported          bool     `json:"backchannel_logout_session_supported"`
 	// AccountFeatures is a Gatehouse extension: which of "registration", "password_reset"
 	// and "email_verification" this deployment offers (Config.Registration, and what the
 	// Accounts store of WithAccounts supports).
@@ -70,13 +71,15 @@ func (p *Provider) discoveryDocument() discoveryDocument {
 		IntrospectionEndpointAuthMethodsSupported: []string{"client_secret_basic", "client_secret_post"},
 		CodeChallengeMethodsSupported:             []string{"S256"},
 		ClaimsSupported: []string{"sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "azp",
-			"acr", "amr", "email", "email_verified", "name", "updated_at"},
+			"acr", "amr", "sid", "email", "email_verified", "name", "updated_at"},
 		PromptValuesSupported:                      []string{"none", "login", "consent", "select_account"},
 		DisplayValuesSupported:                     []string{"page", "popup", "touch", "wap"},
 		ACRValuesSupported:                         []string{acrSingleFactor},
 		UILocalesSupported:                         []string{"en"},
 		ClaimsLocalesSupported:                     []string{"en"},
 		AuthorizationResponseIssParameterSupported: true,
+		BackchannelLogoutSupported:                 true, // backchannel.go
+		BackchannelLogoutSessionSupported:          true,
 		AccountFeatures:                            p.accountFeatures(),
 	}
 }

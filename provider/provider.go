@@ -56,6 +56,9 @@ type Provider struct {
 	limiter      publicauth.Limiter
 	closeLimiter func() error
 
+	// logouts delivers back-channel logout tokens (backchannel.go).
+	logouts *logoutSender
+
 	stop context.CancelFunc
 	wg   sync.WaitGroup
 }
@@ -149,6 +152,7 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 		return fail(err)
 	}
 	p.router = p.routes()
+	p.logouts = newLogoutSender(cfg.BackchannelLogout)
 
 	bg, stop := context.WithCancel(context.Background())
 	p.stop = stop
@@ -156,6 +160,10 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	go func() { defer p.wg.Done(); p.keys.run(bg) }()
 	p.wg.Add(1)
 	go func() { defer p.wg.Done(); _ = p.store.ListenClientChanges(bg) }()
+	if cfg.BackchannelLogout.Interval > 0 {
+		p.wg.Add(1)
+		go func() { defer p.wg.Done(); p.runLogoutDelivery(bg) }()
+	}
 	if cfg.JanitorInterval > 0 {
 		p.wg.Add(1)
 		go func() {
@@ -176,7 +184,7 @@ func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Ready reports whether the database answers.
 func (p *Provider) Ready(ctx context.Context) error { return p.store.Ping(ctx) }
 
-// Close stops the background work (janitor, key reload) and closes the database when New
+// Close stops the background work (janitor, key reload, logout delivery) and closes the database when New
 // opened it.
 func (p *Provider) Close() error {
 	p.stop()

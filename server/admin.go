@@ -101,6 +101,8 @@ func (c *cli) clientCreate(ctx context.Context, args []string) int {
 	cmd.flag(&spec.FirstParty, "first-party", "first-party client: users are not asked for consent")
 	cmd.flag(&spec.ResourceServer, "resource-server", "resource server: may introspect tokens whose audience contains its client id")
 	cmd.str(&spec.IDTokenAlg, "id-token-alg", "RS256|ES256", "", "ID token signing algorithm (default RS256)")
+	cmd.str(&spec.BackchannelLogoutURI, "backchannel-logout-uri", "URI", "", "where the client receives logout tokens when a session ends (https, or http on loopback)")
+	cmd.flag(&spec.BackchannelLogoutSessionRequired, "backchannel-logout-session-required", "the client requires sid in logout tokens (always sent)")
 	a := addAdminFlags(cmd)
 	return c.execute(ctx, cmd, args, func(ctx context.Context) error {
 		spec.Scopes = splitScopes(scopes)
@@ -159,7 +161,7 @@ func (c *cli) clientUpdate(ctx context.Context, args []string) int {
 			"empty value (--post-logout-redirect-uri=) it empties it. Removing a redirect URI\n"+
 			"revokes the unused authorization codes issued for it. A client stays public or\n"+
 			"confidential: delete it and create it again to change that.")
-	var id, name, alg, firstParty, resourceServer string
+	var id, name, alg, firstParty, resourceServer, bclURI, bclSession string
 	var redirectURIs, postLogoutURIs, scopes, grantTypes, audience []string
 	cmd.str(&id, "id", "ID", "", "client id (required)")
 	cmd.str(&name, "name", "NAME", "", "display name, shown on the consent page")
@@ -171,6 +173,8 @@ func (c *cli) clientUpdate(ctx context.Context, args []string) int {
 	cmd.str(&firstParty, "first-party", "true|false", "", "skip the consent page")
 	cmd.str(&resourceServer, "resource-server", "true|false", "", "may introspect tokens whose audience contains its client id")
 	cmd.str(&alg, "id-token-alg", "RS256|ES256", "", "ID token signing algorithm")
+	cmd.str(&bclURI, "backchannel-logout-uri", "URI", "", "where the client receives logout tokens (empty: none)")
+	cmd.str(&bclSession, "backchannel-logout-session-required", "true|false", "", "the client requires sid in logout tokens")
 	a := addAdminFlags(cmd)
 	return c.execute(ctx, cmd, args, func(ctx context.Context) error {
 		if id == "" {
@@ -201,6 +205,12 @@ func (c *cli) clientUpdate(ctx context.Context, args []string) int {
 			return err
 		}
 		if up.ResourceServer, err = optionalBool("resource-server", resourceServer); err != nil {
+			return err
+		}
+		if cmd.given("backchannel-logout-uri") {
+			up.BackchannelLogoutURI = &bclURI
+		}
+		if up.BackchannelLogoutSessionRequired, err = optionalBool("backchannel-logout-session-required", bclSession); err != nil {
 			return err
 		}
 		if cmd.given("id-token-alg") {

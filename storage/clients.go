@@ -31,7 +31,10 @@ func clientToModel(c *Client) *clientModel {
 		ResourceServer:         c.ResourceServer,
 		IDTokenAlg:             c.IDTokenAlg,
 		CreatedAt:              utc(c.CreatedAt),
-		UpdatedAt:              utc(c.UpdatedAt),
+		BackchannelLogoutURI:   c.BackchannelLogoutURI,
+
+		BackchannelLogoutSessionRequired: c.BackchannelLogoutSessionRequired,
+		UpdatedAt:                        utc(c.UpdatedAt),
 	}
 }
 
@@ -51,7 +54,10 @@ func (m *clientModel) toClient() *Client {
 		ResourceServer:         m.ResourceServer,
 		IDTokenAlg:             m.IDTokenAlg,
 		CreatedAt:              timeUTC(m.CreatedAt),
-		UpdatedAt:              timeUTC(m.UpdatedAt),
+		BackchannelLogoutURI:   m.BackchannelLogoutURI,
+
+		BackchannelLogoutSessionRequired: m.BackchannelLogoutSessionRequired,
+		UpdatedAt:                        timeUTC(m.UpdatedAt),
 	}
 }
 
@@ -250,6 +256,7 @@ func (s *Store) UpdateClient(ctx context.Context, c *Client) error {
 		err := tx.Model(&clientModel{}).Where("id = ?", c.ID).Select(
 			"name", "redirect_uris", "post_logout_redirect_uris", "grant_types", "response_types",
 			"scopes", "audience", "first_party", "resource_server", "id_token_alg", "updated_at",
+			"backchannel_logout_uri", "backchannel_logout_session_required",
 		).Updates(m).Error
 		if err != nil {
 			return fmt.Errorf("storage: update client: %w", err)

@@ -33,6 +33,7 @@ func migrations() []migration {
 		{version: 11, name: "authorization codes carry their PKCE and OpenID Connect request data", up: func(tx *gorm.DB, n schemaNames) error {
 			return execAll(tx, n, schemaV11())
 		}},
+		{version: 17, name: "back-channel logout: session ids, session clients and the logout outbox", up: migrateV17},
 	}
 }
 

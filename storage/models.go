@@ -66,9 +66,12 @@ type clientModel struct {
 	Public                 bool
 	FirstParty             bool
 	ResourceServer         bool
-	IDTokenAlg             string    `gorm:"column:id_token_alg"`
-	CreatedAt              time.Time `gorm:"autoCreateTime:false"`
-	UpdatedAt              time.Time `gorm:"autoUpdateTime:false"`
+	IDTokenAlg             string `gorm:"column:id_token_alg"`
+	// BackchannelLogoutURI and BackchannelLogoutSessionRequired: migration 17.
+	BackchannelLogoutURI             string    `gorm:"column:backchannel_logout_uri"`
+	BackchannelLogoutSessionRequired bool      `gorm:"column:backchannel_logout_session_required"`
+	CreatedAt                        time.Time `gorm:"autoCreateTime:false"`
+	UpdatedAt                        time.Time `gorm:"autoUpdateTime:false"`
 }
 
 func (clientModel) TableName(n schema.Namer) string { return n.TableName("clients") }
@@ -91,7 +94,9 @@ type userModel struct {
 func (userModel) TableName(n schema.Namer) string { return n.TableName("users") }
 
 type sessionModel struct {
-	IDHash    string `gorm:"primaryKey"`
+	IDHash string `gorm:"primaryKey"`
+	// SID is the session's public id (migration 17).
+	SID       string `gorm:"column:sid"`
 	UserID    string
 	Kind      string
 	Method    string
@@ -145,6 +150,8 @@ type authorizationCodeModel struct {
 	// nil when it has none (migration 11).
 	OIDCKey  *string `gorm:"column:oidc_key"`
 	OIDCForm *string `gorm:"column:oidc_form"`
+	// SID is the browser session the code was issued in, "" for none (migration 17).
+	SID string `gorm:"column:sid"`
 }
 
 func (authorizationCodeModel) TableName(n schema.Namer) string {
@@ -161,6 +168,8 @@ type refreshTokenModel struct {
 	Request         requestColumns `gorm:"embedded"`
 	AccessSignature string
 	Active          bool
+	// SID is the browser session of the grant, "" for none (migration 17).
+	SID string `gorm:"column:sid"`
 }
 
 func (refreshTokenModel) TableName(n schema.Namer) string { return n.TableName("refresh_tokens") }

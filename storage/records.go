@@ -31,8 +31,14 @@ type Client struct {
 	ResourceServer bool
 	// IDTokenAlg is the JWS algorithm of this client's ID tokens: "RS256" (default) or "ES256".
 	IDTokenAlg string
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
+	// BackchannelLogoutURI is where the client receives logout tokens when a session it was
+	// issued tokens in ends (OpenID Connect Back-Channel Logout 1.0); "" for none.
+	BackchannelLogoutURI string
+	// BackchannelLogoutSessionRequired is the client's registration that logout tokens carry
+	// `sid`; Gatehouse's always do.
+	BackchannelLogoutSessionRequired bool
+	CreatedAt                        time.Time
+	UpdatedAt                        time.Time
 }
 
 var (
