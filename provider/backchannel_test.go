@@ -524,3 +524,61 @@ func TestBackchannelLogoutURIRegistration(t *testing.T) {
 		}
 	})
 }
+
+// TestBackchannelLogoutDeliveryRules: a redirect is not followed (it is a failed delivery,
+// retried later), and a logout URI that breaks the registration rules (written to the
+// database behind the provider's back) is given up on at once, never posted to.
+func TestBackchannelLogoutDeliveryRules(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
+		e := newBCLEnv(t, b)
+		ctx := context.Background()
+		var redirected atomic.Int32
+		mover := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/moved" {
+				redirected.Add(1)
+				return
+			}
+			http.Redirect(w, r, "/moved", http.StatusTemporaryRedirect)
+		}))
+		t.Cleanup(mover.Close)
+		moving := e.client(t, provider.ClientSpec{ID: "moving", FirstParty: true, BackchannelLogoutURI: mover.URL + "/bcl"})
+		plain := e.client(t, provider.ClientSpec{ID: "plain", FirstParty: true, BackchannelLogoutURI: "https://rp.example.com/bcl"})
+		stored, err := e.store.ClientByID(ctx, plain.ClientID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored.BackchannelLogoutURI = "http://rp.example.com/bcl" // plain http to a public host
+		if err := e.store.UpdateClient(ctx, stored); err != nil {
+			t.Fatal(err)
+		}
+		user := e.user(t, "rules@example.com", "Rules")
+		br := e.browser(t)
+		e.relyingParty(t, moving).signIn(t, e.env, br, user.Email)
+		e.relyingParty(t, plain).signIn(t, e.env, br, user.Email)
+		if p := br.post(t, e.issuer+"/api/public/logout", url.Values{}); p.status != http.StatusOK {
+			t.Fatalf("public logout: got %s", p)
+		}
+		if n := e.deliver(t); n != 0 {
+			t.Errorf("%d delivered, want 0", n)
+		}
+		if redirected.Load() != 0 {
+			t.Errorf("the redirect was followed")
+		}
+		msgs, err := e.store.PendingLogouts(ctx)
+		if err != nil || len(msgs) != 2 {
+			t.Fatalf("outbox: %+v, %v; want both messages", msgs, err)
+		}
+		for _, m := range msgs {
+			switch m.ClientID {
+			case "moving":
+				if m.FailedAt != nil || !strings.Contains(m.LastError, "307") {
+					t.Errorf("redirected delivery: got %+v, want a retry after the 307", m)
+				}
+			case "plain":
+				if m.FailedAt == nil || !strings.Contains(m.LastError, "refused") {
+					t.Errorf("delivery to plain http: got %+v, want it given up at once", m)
+				}
+			}
+		}
+	})
+}

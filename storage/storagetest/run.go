@@ -46,6 +46,7 @@ func Run(t *testing.T, open func(t *testing.T) *storage.Store) {
 	cases = append(cases, socialCases()...)
 	cases = append(cases, adminCases()...)
 	cases = append(cases, ruleCases()...)
+	cases = append(cases, backchannelCases()...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			c.run(t, open(t))
