@@ -124,7 +124,7 @@ type ClientInfo struct {
 	IDTokenAlg             string    `json:"id_token_signed_response_alg"`
 	CreatedAt              time.Time `json:"created_at"`
 
-	BackchannelLogoutURI             string `json:"backchannel_logout_uri,omitempty"`
+	BackchannelLogoutURI             string `json:"backchannel_logout_uri"`
 	BackchannelLogoutSessionRequired bool   `json:"backchannel_logout_session_required"`
 }
 
