@@ -101,7 +101,7 @@ type endedSession struct {
 // endSessions ends, on tx, the sessions matching where (with args), at most limit of them
 // when limit > 0, and returns how many it ended. For each it writes a message to the logout
 // outbox for every client that was issued a code in it and registered a back-channel
-// logout URI, revokes the codes and refresh tokens issued in it, forgets its clients and
+// logout URI, revokes the codes, refresh and access tokens issued in it, forgets its clients and
 // deletes it: all in tx, so the logout is sent exactly when the session's end commits.
 func (s *Store) endSessions(tx *gorm.DB, limit int, where string, args ...any) (int64, error) {
 	q := tx.Model(&sessionModel{}).Select("id_hash", "sid", "user_id").Where(where, args...)
@@ -155,7 +155,19 @@ func (s *Store) endSessions(tx *gorm.DB, limit int, where string, args ...any) (
 			}
 		}
 		// OpenID Connect Back-Channel Logout 1.0 §2.7: the session's refresh tokens die with
-		// it, and so do its unused codes (a later use counts as reuse and revokes the grant).
+		// it, and so do its unused codes (a later use counts as reuse and revokes the grant)
+		// and the access tokens of its grants (a rule per grant, DESIGN.md §3).
+		var grants []string
+		err = tx.Raw(s.sql(`SELECT request_id FROM {authorization_codes} WHERE sid IN ?
+			UNION SELECT request_id FROM {refresh_tokens} WHERE sid IN ?`), sids, sids).Scan(&grants).Error
+		if err != nil {
+			return 0, fmt.Errorf("storage: end sessions: read their grants: %w", err)
+		}
+		for _, g := range grants {
+			if err := s.revokeNow(tx, grantKey(g)); err != nil {
+				return 0, err
+			}
+		}
 		if err := deactivateRefreshTokens(tx, "sid IN ?", sids); err != nil {
 			return 0, err
 		}
