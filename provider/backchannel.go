@@ -167,7 +167,11 @@ func (p *Provider) recordSessionClient(ctx context.Context, session *Session, ar
 	if sid == "" {
 		return nil
 	}
-	return p.store.RecordSessionClient(ctx, sid, ar.GetClient().GetID())
+	err := p.store.RecordSessionClient(ctx, sid, ar.GetClient().GetID())
+	if errors.Is(err, storage.ErrNotFound) {
+		return fosite.ErrLoginRequired.WithHint("The session ended while the request was answered.")
+	}
+	return err
 }
 
 // logoutTokenClaims are the claims of the logout token of m (Back-Channel Logout 1.0 §2.4):

@@ -81,12 +81,25 @@ func logoutMessageID(sid, clientID string) string {
 
 // RecordSessionClient records that clientID was issued a code in the browser session sid, so
 // that the client receives a logout token when the session ends. Recording it again is not
-// an error. The provider calls it in the transaction that stores the code.
+// an error. The provider calls it in the transaction that stores the code. It returns
+// ErrNotFound when the session no longer exists: a session that ended while the code was
+// being issued must not leave a client it will never tell. On Postgres the session row is
+// share-locked, so a concurrent end either waits for this transaction (and then sees its
+// client) or has committed first (and this finds no session).
 func (s *Store) RecordSessionClient(ctx context.Context, sid, clientID string) error {
-	err := s.conn(ctx).Clauses(clause.OnConflict{DoNothing: true}).
-		Create(&sessionClientModel{SID: sid, ClientID: clientID}).Error
-	if err != nil {
-		return fmt.Errorf("storage: record session client: %w", err)
+	lock := ""
+	if s.dialect == dialectPostgres {
+		lock = " FOR SHARE"
+	}
+	// A conflict updates nothing but counts as a row, so 0 rows means no session.
+	res := s.conn(ctx).Exec(s.sql(`INSERT INTO {session_clients} (sid, client_id)
+		SELECT ?, ? WHERE EXISTS (SELECT 1 FROM {sessions} WHERE sid = ?`+lock+`)
+		ON CONFLICT (sid, client_id) DO UPDATE SET client_id = excluded.client_id`), sid, clientID, sid)
+	if res.Error != nil {
+		return fmt.Errorf("storage: record session client: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return fmt.Errorf("storage: record session client: session %w", ErrNotFound)
 	}
 	return nil
 }

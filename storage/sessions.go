@@ -93,8 +93,8 @@ func (s *Store) SessionByIDHash(ctx context.Context, idHash string, now time.Tim
 
 // DeleteSession ends the session: in one transaction (a savepoint inside ctx's) it queues a
 // back-channel logout message for every client issued a code in it, revokes the codes,
-// refresh tokens and access tokens issued in it, and deletes it (endSessions). Deleting a missing session is
-// not an error.
+// refresh tokens and access tokens issued in it, and deletes it (endSessions). Deleting a
+// missing session is not an error.
 func (s *Store) DeleteSession(ctx context.Context, idHash string) error {
 	return s.inTx(ctx, func(tx *gorm.DB) error {
 		_, err := s.endSessions(tx, 0, "id_hash = ?", idHash)

@@ -111,6 +111,7 @@ func testSessionEndQueuesLogouts(t *testing.T, s *storage.Store) {
 
 	mustNoErr(t, "DeleteSession", s.DeleteSession(ctx, one.IDHash))
 	mustNoErr(t, "DeleteSession again", s.DeleteSession(ctx, one.IDHash))
+	checkErr(t, "RecordSessionClient of an ended session", s.RecordSessionClient(ctx, one.SID, "bcl"), storage.ErrNotFound)
 	got := pending(t, s)
 	if len(got) != 1 || got[0].ClientID != "bcl" || got[0].SID != one.SID || got[0].Subject != u.ID || got[0].Attempts != 0 || got[0].ID == "" {
 		t.Fatalf("outbox after the session ended: got %+v, want one message to bcl for %s", got, one.SID)
