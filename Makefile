@@ -4,13 +4,18 @@ GO ?= go
 
 .DEFAULT_GOAL := build
 
-.PHONY: build test lint bench bench-go tidy
+.PHONY: build test interop lint bench bench-go tidy
 
 build:
 	$(GO) build ./...
 
 test:
 	$(GO) test -race -count=1 -timeout 12m ./...
+
+# interop: panva's openid-client drives the built server on SQLite (and Postgres when
+# GATEHOUSE_TEST_POSTGRES_DSN is set), printing each step as run or skipped; part of test.
+interop:
+	$(GO) test -race -count=1 -timeout 5m -v -run '^TestOpenIDClientInterop$$' ./examples/server/
 
 lint:
 	@unformatted="$$(gofmt -l .)"; \

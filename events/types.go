@@ -118,7 +118,8 @@ type PasswordAdded struct {
 // TokenIssued fires when the token endpoint issued tokens (RFC 6749 §5.1).
 type TokenIssued struct {
 	Meta
-	// GrantType is "authorization_code", "refresh_token" or "client_credentials".
+	// GrantType is "authorization_code", "refresh_token", "client_credentials" or
+	// "urn:ietf:params:oauth:grant-type:device_code".
 	GrantType string
 	ClientID  string
 	// Subject is the token's sub: the user's id, or the client's id for client_credentials.

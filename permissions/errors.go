@@ -1,6 +1,9 @@
 package permissions
 
-import "errors"
+import (
+	"errors"
+	"net/http"
+)
 
 // Errors of the package. Describe (http.go) maps each to its HTTP answer.
 var (
@@ -46,3 +49,19 @@ type InputError struct {
 }
 
 func (e *InputError) Error() string { return e.Field + " " + e.Reason }
+
+// TokenError is a refused access token whose 401 answer carries headers of its own: the
+// challenge of the scheme it was presented with (a DPoP challenge, RFC 9449 §7.1) and a
+// fresh DPoP-Nonce. Tokens.Validate returns it; it matches ErrInvalidToken and answers
+// Message.
+type TokenError struct {
+	// Header holds the answer's WWW-Authenticate and any other headers.
+	Header http.Header
+	// Message is the answer's message.
+	Message string
+}
+
+func (e *TokenError) Error() string { return "invalid access token: " + e.Message }
+
+// Unwrap makes a TokenError match ErrInvalidToken.
+func (e *TokenError) Unwrap() error { return ErrInvalidToken }

@@ -32,20 +32,21 @@ type accessRequest struct {
 }
 
 // admit authenticates r for op and asks authorize whether the caller may act on the record
-// of the path. Bearer routes read the Authorization header (a scheme other than Bearer is
-// no credential); a GET without a bearer token may come from an admin session instead.
+// of the path. Bearer routes read the Authorization header (a scheme other than Bearer or
+// DPoP is no credential); a GET without an access token may come from an admin session
+// instead.
 func (h *handlers) admit(r *http.Request, op operation) (caller, string, string, error) {
 	vars := mux.Vars(r)
 	userID, clientID := vars["userId"], vars["clientId"]
 	var c caller
 	var err error
-	token, hasBearer := bearer.FromHeader(r)
+	_, hasBearer := bearer.FromHeader(r)
 	switch {
 	case op == opAdmin:
 		c.adminID, err = h.s.admins.Admin(r)
 	case hasBearer:
 		var info TokenInfo
-		if info, err = h.s.tokens.Validate(r.Context(), token); err == nil {
+		if info, err = h.s.tokens.Validate(r); err == nil {
 			c.token = &info
 		}
 	case op == opRead:

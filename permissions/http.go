@@ -16,7 +16,10 @@ const maxBodyBytes = 16 << 10
 func Describe(err error) (int, string) {
 	var reqErr *httpjson.RequestError
 	var inputErr *InputError
+	var tokenErr *TokenError
 	switch {
+	case errors.As(err, &tokenErr):
+		return http.StatusUnauthorized, tokenErr.Message
 	case errors.As(err, &reqErr):
 		return reqErr.Status, reqErr.Message
 	case errors.As(err, &inputErr):
@@ -47,10 +50,15 @@ func Describe(err error) (int, string) {
 }
 
 // writeError answers with err mapped through Describe. A refused bearer token gets an
-// RFC 6750 WWW-Authenticate challenge; a 503 a Retry-After; a 500 is logged.
+// RFC 6750 WWW-Authenticate challenge (a *TokenError the headers it carries); a 503 a Retry-After; a 500 is logged.
 func (s *Service) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status, message := Describe(err)
+	var tokenErr *TokenError
 	switch {
+	case errors.As(err, &tokenErr):
+		for name, values := range tokenErr.Header {
+			w.Header()[name] = values
+		}
 	case errors.Is(err, ErrInvalidToken):
 		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 	case errors.Is(err, ErrNoCredentials):

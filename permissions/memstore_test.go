@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	authz "github.com/gatehouse-id/gatehouse/internal/bearer"
 	"github.com/gatehouse-id/gatehouse/permissions"
 )
 
@@ -318,12 +319,13 @@ func (s *memStore) AppName(ctx context.Context, clientID string) (string, error)
 	return name, err
 }
 
-// Validate implements permissions.Tokens over the tokens of the committed state.
-func (s *memStore) Validate(ctx context.Context, bearer string) (permissions.TokenInfo, error) {
+// Validate implements permissions.Tokens over the bearer tokens of the committed state.
+func (s *memStore) Validate(r *http.Request) (permissions.TokenInfo, error) {
 	var info permissions.TokenInfo
-	err := s.read(ctx, func(st *memState) error {
+	cred, _ := authz.FromHeader(r)
+	err := s.read(r.Context(), func(st *memState) error {
 		var ok bool
-		if info, ok = st.tokens[bearer]; !ok {
+		if info, ok = st.tokens[cred.Token]; !ok || cred.Scheme != authz.SchemeBearer {
 			return permissions.ErrInvalidToken
 		}
 		return nil

@@ -51,11 +51,13 @@ type AuditFilter struct {
 	ClientID string
 }
 
-// Tokens validates bearer access tokens statefully: a token that is unknown, malformed,
-// expired or revoked is refused with ErrInvalidToken. Any other error is a failure of the
-// token store.
+// Tokens validates the access token a request presents in its Authorization header (the
+// Bearer scheme, or DPoP with its proof): a token that is unknown, malformed, expired or
+// revoked, or a proof that fails, is refused with an error matching ErrInvalidToken (a
+// *TokenError when the answer needs headers of its own). Any other error is a failure of
+// the token store.
 type Tokens interface {
-	Validate(ctx context.Context, bearer string) (TokenInfo, error)
+	Validate(r *http.Request) (TokenInfo, error)
 }
 
 // Admins is the admin check of the admin routes: it returns the user id of the admin r

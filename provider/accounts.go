@@ -268,15 +268,23 @@ func (p *Provider) withTokenClaims(ctx context.Context, ar fosite.AccessRequeste
 }
 
 // tokenClaimsFor returns the claims of the WithClaims function for the token issued by r,
-// or none without WithClaims. An error of the function is fosite's server_error.
+// or none without WithClaims, and for an access token bound to a DPoP key its cnf claim.
+// An error of the function is fosite's server_error.
 func tokenClaimsFor(ctx context.Context, token string, r fosite.Requester) (map[string]any, error) {
-	c, _ := ctx.Value(tokenClaimsKey{}).(*tokenClaimer)
-	if c == nil {
-		return nil, nil
+	var extra map[string]any
+	if c, _ := ctx.Value(tokenClaimsKey{}).(*tokenClaimer); c != nil {
+		var err error
+		if extra, err = c.claims(ctx, token, r.GetGrantedScopes()); err != nil {
+			return nil, fosite.ErrServerError.WithWrap(err).WithDebug(err.Error())
+		}
 	}
-	extra, err := c.claims(ctx, token, r.GetGrantedScopes())
-	if err != nil {
-		return nil, fosite.ErrServerError.WithWrap(err).WithDebug(err.Error())
+	// An access token bound to a DPoP key confirms it (cnf, reserved: WithClaims cannot
+	// set it).
+	if cnf := confirmation(ctx); cnf != nil && token == ClaimsAccessToken {
+		if extra == nil {
+			extra = map[string]any{}
+		}
+		extra["cnf"] = cnf
 	}
 	return extra, nil
 }

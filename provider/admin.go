@@ -96,8 +96,19 @@ type ClientSpec struct {
 	// Any other client sees only its own tokens as active. A resource server must be
 	// confidential: introspection needs a secret.
 	ResourceServer bool
-	// IDTokenAlg is optional: "RS256" (the default when empty) or "ES256".
+	// IDTokenAlg is optional: "RS256" (the default when empty), "ES256" or "EdDSA"
+	// (Ed25519; at_hash then hashes with SHA-512, as OpenID Connect Core §3.1.3.6 with its
+	// errata asks of this algorithm).
 	IDTokenAlg string
+	// RequirePAR is optional (default false): the client must push every authorization
+	// request to /api/oauth/par (RFC 9126); the authorization endpoint answers
+	// invalid_request to one without a pushed request_uri. Config.RequirePAR requires it
+	// of every client.
+	RequirePAR bool
+	// RequireDPoP is optional (default false): every token request of the client must carry
+	// a DPoP proof (RFC 9449), so all its access tokens are bound to its key; one without is
+	// refused with invalid_dpop_proof. Clients without it may still use DPoP.
+	RequireDPoP bool
 	// BackchannelLogoutURI is optional (default none): where the client receives a logout
 	// token when a browser session it was issued tokens in ends (OpenID Connect Back-Channel
 	// Logout 1.0). https, or http on a loopback host; no fragment.
@@ -122,13 +133,15 @@ type ClientInfo struct {
 	FirstParty             bool      `json:"first_party"`
 	ResourceServer         bool      `json:"resource_server"`
 	IDTokenAlg             string    `json:"id_token_signed_response_alg"`
+	RequirePAR             bool      `json:"require_pushed_authorization_requests"`
+	RequireDPoP            bool      `json:"dpop_bound_access_tokens"`
 	CreatedAt              time.Time `json:"created_at"`
 
 	BackchannelLogoutURI             string `json:"backchannel_logout_uri"`
 	BackchannelLogoutSessionRequired bool   `json:"backchannel_logout_session_required"`
 }
 
-var grantTypesSupported = []string{"authorization_code", "refresh_token", "client_credentials"}
+var grantTypesSupported = []string{"authorization_code", "refresh_token", "client_credentials", GrantTypeDeviceCode}
 
 // CreateClient registers a client and returns it with its secret in clear, once.
 func (p *Provider) CreateClient(ctx context.Context, spec ClientSpec) (ClientInfo, error) {
@@ -137,7 +150,8 @@ func (p *Provider) CreateClient(ctx context.Context, spec ClientSpec) (ClientInf
 		ResourceServer: spec.ResourceServer,
 		RedirectURIs:   spec.RedirectURIs, PostLogoutRedirectURIs: spec.PostLogoutRedirectURIs,
 		Scopes: spec.Scopes, GrantTypes: spec.GrantTypes, Audience: spec.Audience, IDTokenAlg: spec.IDTokenAlg,
-		ResponseTypes: []string{"code"}, BackchannelLogoutURI: spec.BackchannelLogoutURI,
+		ResponseTypes: []string{"code"}, RequirePAR: spec.RequirePAR, RequireDPoP: spec.RequireDPoP,
+		BackchannelLogoutURI:             spec.BackchannelLogoutURI,
 		BackchannelLogoutSessionRequired: spec.BackchannelLogoutSessionRequired,
 	}
 	if c.ID == "" {
@@ -230,8 +244,8 @@ func validateClient(c *storage.Client) error {
 			errs = append(errs, fmt.Errorf("audience %q must be non-empty printable ASCII without space, quote or backslash", a))
 		}
 	}
-	if c.IDTokenAlg != AlgRS256 && c.IDTokenAlg != AlgES256 {
-		errs = append(errs, fmt.Errorf("ID token algorithm %q is not RS256 or ES256", c.IDTokenAlg))
+	if !slices.Contains(supportedAlgs, c.IDTokenAlg) {
+		errs = append(errs, fmt.Errorf("ID token algorithm %q is not RS256, ES256 or EdDSA", c.IDTokenAlg))
 	}
 	if c.BackchannelLogoutURI != "" {
 		if err := checkBackchannelLogoutURI(c.BackchannelLogoutURI); err != nil {
@@ -253,7 +267,7 @@ func clientInfo(c *storage.Client) ClientInfo {
 		PostLogoutRedirectURIs: nonNil(c.PostLogoutRedirectURIs), Scopes: nonNil(c.Scopes),
 		GrantTypes: nonNil(c.GrantTypes), Audience: nonNil(c.Audience), Public: c.Public, FirstParty: c.FirstParty,
 		ResourceServer: c.ResourceServer,
-		IDTokenAlg:     c.IDTokenAlg, CreatedAt: c.CreatedAt.UTC(),
+		IDTokenAlg:     c.IDTokenAlg, CreatedAt: c.CreatedAt.UTC(), RequirePAR: c.RequirePAR, RequireDPoP: c.RequireDPoP,
 		BackchannelLogoutURI: c.BackchannelLogoutURI, BackchannelLogoutSessionRequired: c.BackchannelLogoutSessionRequired,
 	}
 }
@@ -292,8 +306,13 @@ type ClientUpdate struct {
 	FirstParty *bool
 	// ResourceServer turns the resource-server role on or off (confidential clients only).
 	ResourceServer *bool
-	// IDTokenAlg replaces the ID token algorithm: "RS256" or "ES256".
+	// IDTokenAlg replaces the ID token algorithm: "RS256", "ES256" or "EdDSA".
 	IDTokenAlg *string
+	// RequirePAR turns the pushed-authorization-request requirement on or off
+	// (ClientSpec.RequirePAR). A flow already past the authorization endpoint completes.
+	RequirePAR *bool
+	// RequireDPoP turns the DPoP requirement on or off (ClientSpec.RequireDPoP).
+	RequireDPoP *bool
 	// BackchannelLogoutURI replaces the back-channel logout URI ("" removes it).
 	BackchannelLogoutURI *string
 	// BackchannelLogoutSessionRequired replaces backchannel_logout_session_required.
@@ -320,6 +339,8 @@ func (p *Provider) UpdateClient(ctx context.Context, id string, up ClientUpdate)
 		set(&c.FirstParty, up.FirstParty)
 		set(&c.ResourceServer, up.ResourceServer)
 		set(&c.IDTokenAlg, up.IDTokenAlg)
+		set(&c.RequirePAR, up.RequirePAR)
+		set(&c.RequireDPoP, up.RequireDPoP)
 		set(&c.BackchannelLogoutURI, up.BackchannelLogoutURI)
 		set(&c.BackchannelLogoutSessionRequired, up.BackchannelLogoutSessionRequired)
 		if err := checkClient(c); err != nil {
@@ -514,9 +535,9 @@ func (p *Provider) UpdateUser(ctx context.Context, user string, up UserUpdate) (
 	return userInfo(u), nil
 }
 
-// RotateKeys adds a new RS256 and ES256 key and returns the published set. Every replica
-// publishes the new keys within Config.KeyReloadInterval; they sign from one and a half
-// intervals after the rotation. The previous keys sign until then and stay published until
+// RotateKeys adds a new RS256, ES256 and EdDSA key and returns the published set. Every
+// replica publishes the new keys within Config.KeyReloadInterval; they sign from one and a
+// half intervals after the rotation. The previous keys sign until then and stay published until
 // every token they signed has expired.
 func (p *Provider) RotateKeys(ctx context.Context) ([]KeyInfo, error) {
 	if err := p.keys.rotate(ctx); err != nil {

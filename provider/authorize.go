@@ -37,7 +37,7 @@ type flow struct {
 // satisfies prompt, max_age and id_token_hint, and consent already given), or pauses the
 // request for the login or consent page.
 func (p *Provider) authorize(w http.ResponseWriter, r *http.Request) {
-	ar, err := p.newAuthorizeRequest(r.Context(), r)
+	ar, err := p.parseAuthorizeRequest(r.Context(), r)
 	if err != nil {
 		p.authorizeError(w, r, ar, err)
 		return
@@ -49,6 +49,12 @@ func (p *Provider) authorize(w http.ResponseWriter, r *http.Request) {
 func (p *Provider) resumeAuthorize(w http.ResponseWriter, r *http.Request) {
 	token := r.URL.Query().Get(requestParam)
 	row, ar, err := p.pausedRequest(r, token)
+	if errors.Is(err, errDevicePaused) {
+		// A login for a device approval resumes on the device pages.
+		w.Header().Set("Cache-Control", "no-store")
+		http.Redirect(w, r, p.mount+ui.DevicePath+"/confirm?"+url.Values{requestParam: {token}}.Encode(), http.StatusSeeOther)
+		return
+	}
 	if err != nil {
 		p.pausedRequestError(w, r, ar, err)
 		return
@@ -66,17 +72,19 @@ func (p *Provider) pausedRequest(r *http.Request, token string) (*storage.AuthRe
 	if err != nil {
 		return nil, nil, err
 	}
-	replay := r.Clone(r.Context())
-	replay.Method = http.MethodGet
-	replay.URL = &url.URL{Path: "/api/oauth/authorize", RawQuery: row.Form}
-	replay.Body, replay.Form, replay.PostForm, replay.MultipartForm = http.NoBody, nil, nil, nil
-	replay.Header = r.Header.Clone()
-	replay.Header.Del("Content-Type")
-	ar, err := p.newAuthorizeRequest(r.Context(), replay)
+	if isDevicePaused(row.Form) {
+		return row, nil, errDevicePaused
+	}
+	// The form of a pushed request replays without its request_uri (spent when the request
+	// arrived) and without a PAR check (passed then).
+	ar, err := p.newAuthorizeRequest(r.Context(), replayAuthorizeRequest(r, row.Form))
 	return row, ar, err
 }
 
 func (p *Provider) pausedRequestError(w http.ResponseWriter, r *http.Request, ar fosite.AuthorizeRequester, err error) {
+	if errors.Is(err, errDevicePaused) {
+		err = publicauth.ErrRequestExpired // a device approval is decided on its own page
+	}
 	if errors.Is(err, publicauth.ErrRequestExpired) {
 		p.ui.Error(w, r, err)
 		return
@@ -107,15 +115,23 @@ func (p *Provider) newAuthorizeRequest(ctx context.Context, r *http.Request) (fo
 	if resourceErr != nil {
 		return ar, resourceErr
 	}
+	return ar, p.checkPKCE(ar)
+}
+
+// checkPKCE applies Gatehouse's PKCE rules to an authorization request: S256 only,
+// required unless Config.AllowConfidentialWithoutPKCE lets a confidential client omit it.
+func (p *Provider) checkPKCE(ar fosite.AuthorizeRequester) error {
 	form := ar.GetRequestForm()
 	challenge, method := form.Get("code_challenge"), form.Get("code_challenge_method")
 	switch {
 	case challenge == "" && (ar.GetClient().IsPublic() || !p.cfg.AllowConfidentialWithoutPKCE):
-		return ar, fosite.ErrInvalidRequest.WithHint("Clients must use PKCE: send code_challenge with code_challenge_method S256.")
+		return fosite.ErrInvalidRequest.WithHint("Clients must use PKCE: send code_challenge with code_challenge_method S256.")
 	case challenge != "" && method != "S256":
-		return ar, fosite.ErrInvalidRequest.WithHint("code_challenge_method must be S256.")
+		return fosite.ErrInvalidRequest.WithHint("code_challenge_method must be S256.")
+	case !validDPoPJKT(form.Get("dpop_jkt")):
+		return fosite.ErrInvalidRequest.WithHint("dpop_jkt must be a JWK SHA-256 thumbprint, base64url-encoded.")
 	}
-	return ar, nil
+	return nil
 }
 
 func (p *Provider) withoutRequestObject(ctx context.Context, r *http.Request) fosite.AuthorizeRequester {
@@ -296,6 +312,7 @@ func (p *Provider) userSession(ctx context.Context, user *publicauth.User, ar fo
 	s := newSession()
 	s.Subject, s.Username = user.ID, user.Email
 	s.ClientID, s.UserBound = ar.GetClient().GetID(), true
+	s.CodeDPoPJKT = ar.GetRequestForm().Get("dpop_jkt") // the code is redeemed only with this key (RFC 9449 §10)
 	c := s.Claims
 	c.Subject = user.ID
 	c.Issuer = p.cfg.Issuer

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"net/http"
+	"slices"
 
 	"github.com/gatehouse-id/gatehouse/internal/httpjson"
 )
@@ -16,7 +17,10 @@ type discoveryDocument struct {
 	JWKSURI                                    string   `json:"jwks_uri"`
 	RevocationEndpoint                         string   `json:"revocation_endpoint"`
 	IntrospectionEndpoint                      string   `json:"introspection_endpoint"`
+	PushedAuthorizationRequestEndpoint         string   `json:"pushed_authorization_request_endpoint"`
+	RequirePushedAuthorizationRequests         bool     `json:"require_pushed_authorization_requests"`
 	EndSessionEndpoint                         string   `json:"end_session_endpoint"`
+	DeviceAuthorizationEndpoint                string   `json:"device_authorization_endpoint"`
 	ScopesSupported                            []string `json:"scopes_supported"`
 	ResponseTypesSupported                     []string `json:"response_types_supported"`
 	ResponseModesSupported                     []string `json:"response_modes_supported"`
@@ -27,6 +31,7 @@ type discoveryDocument struct {
 	RevocationEndpointAuthMethodsSupported     []string `json:"revocation_endpoint_auth_methods_supported"`
 	IntrospectionEndpointAuthMethodsSupported  []string `json:"introspection_endpoint_auth_methods_supported"`
 	CodeChallengeMethodsSupported              []string `json:"code_challenge_methods_supported"`
+	DPoPSigningAlgValuesSupported              []string `json:"dpop_signing_alg_values_supported"`
 	ClaimsSupported                            []string `json:"claims_supported"`
 	PromptValuesSupported                      []string `json:"prompt_values_supported"`
 	DisplayValuesSupported                     []string `json:"display_values_supported"`
@@ -59,17 +64,21 @@ func (p *Provider) discoveryDocument() discoveryDocument {
 		JWKSURI:                                   iss + "/.well-known/jwks.json",
 		RevocationEndpoint:                        iss + "/api/oauth/revoke",
 		IntrospectionEndpoint:                     iss + "/api/oauth/introspect",
+		PushedAuthorizationRequestEndpoint:        iss + "/api/oauth/par",
+		RequirePushedAuthorizationRequests:        p.cfg.RequirePAR,
 		EndSessionEndpoint:                        iss + "/api/oauth/logout",
 		ScopesSupported:                           supportedScopes(p.cfg.Scopes),
 		ResponseTypesSupported:                    []string{"code"},
 		ResponseModesSupported:                    []string{"query", "form_post"},
-		GrantTypesSupported:                       []string{"authorization_code", "refresh_token", "client_credentials"},
+		GrantTypesSupported:                       grantTypesSupported,
+		DeviceAuthorizationEndpoint:               iss + "/api/oauth/device/code",
 		SubjectTypesSupported:                     []string{"public"},
-		IDTokenSigningAlgValuesSupported:          []string{AlgRS256, AlgES256},
+		IDTokenSigningAlgValuesSupported:          slices.Clone(supportedAlgs),
 		TokenEndpointAuthMethodsSupported:         []string{"client_secret_basic", "client_secret_post", "none"},
 		RevocationEndpointAuthMethodsSupported:    []string{"client_secret_basic", "client_secret_post", "none"},
 		IntrospectionEndpointAuthMethodsSupported: []string{"client_secret_basic", "client_secret_post"},
 		CodeChallengeMethodsSupported:             []string{"S256"},
+		DPoPSigningAlgValuesSupported:             p.dpop.Algorithms(),
 		ClaimsSupported: []string{"sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "azp",
 			"acr", "amr", "sid", "email", "email_verified", "name", "updated_at"},
 		PromptValuesSupported:                      []string{"none", "login", "consent", "select_account"},

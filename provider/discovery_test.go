@@ -34,14 +34,15 @@ func TestDiscovery(t *testing.T) {
 
 		t.Run("endpoints are under the issuer", func(t *testing.T) {
 			for name, path := range map[string]string{
-				"issuer":                 "",
-				"authorization_endpoint": "/api/oauth/authorize",
-				"token_endpoint":         "/api/oauth/token",
-				"userinfo_endpoint":      "/api/oauth/userinfo",
-				"jwks_uri":               "/.well-known/jwks.json",
-				"revocation_endpoint":    "/api/oauth/revoke",
-				"introspection_endpoint": "/api/oauth/introspect",
-				"end_session_endpoint":   "/api/oauth/logout",
+				"issuer":                        "",
+				"authorization_endpoint":        "/api/oauth/authorize",
+				"token_endpoint":                "/api/oauth/token",
+				"userinfo_endpoint":             "/api/oauth/userinfo",
+				"jwks_uri":                      "/.well-known/jwks.json",
+				"revocation_endpoint":           "/api/oauth/revoke",
+				"introspection_endpoint":        "/api/oauth/introspect",
+				"end_session_endpoint":          "/api/oauth/logout",
+				"device_authorization_endpoint": "/api/oauth/device/code",
 			} {
 				if got, want := doc[name], e.issuer+path; got != want {
 					t.Errorf("%s: got %v, want %q", name, got, want)
@@ -62,7 +63,8 @@ func TestDiscovery(t *testing.T) {
 				{field: "token_endpoint_auth_methods_supported", want: []string{"client_secret_basic", "client_secret_post", "none"}},
 				{field: "introspection_endpoint_auth_methods_supported", want: []string{"client_secret_basic", "client_secret_post"}, exact: true},
 				{field: "scopes_supported", want: []string{"openid", "profile", "email", "offline_access", "manage_permissions"}},
-				{field: "grant_types_supported", want: []string{"authorization_code", "refresh_token", "client_credentials"}},
+				{field: "grant_types_supported", want: []string{"authorization_code", "refresh_token", "client_credentials",
+					"urn:ietf:params:oauth:grant-type:device_code"}},
 				{field: "response_modes_supported", want: []string{"query", "form_post"}},
 				{field: "claims_supported", want: []string{"sub", "iss", "aud", "exp", "iat", "auth_time", "nonce",
 					"at_hash", "azp", "email", "email_verified", "name"}},

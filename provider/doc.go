@@ -12,9 +12,10 @@
 //
 // New assembles ory/fosite from typed handlers — authorization code with PKCE (S256 only),
 // refresh token rotation with reuse detection, client credentials, revocation (RFC 7009),
-// introspection (RFC 7662) and OpenID Connect — over the GORM storage of package storage,
-// with stateless JWT access tokens (RFC 9068, ES256 by default; no row per token, revoked
-// by rules the storage checks in one query) and ID tokens signed by keys it creates,
+// introspection (RFC 7662), pushed authorization requests (RFC 9126) and OpenID
+// Connect — over the GORM storage of package storage, with stateless JWT access tokens
+// (RFC 9068, ES256 by default; no row per token, revoked by rules the storage checks in
+// one query) and ID tokens signed by keys it creates,
 // encrypts under the system secret and rotates (RotateKeys). It serves RP-initiated logout,
 // discovery and JWKS, and mounts the hosted pages of package ui (login with password, magic link and
 // social buttons, registration, PIN, password reset, consent, the browser links of mail),
@@ -22,7 +23,8 @@
 // API of package publicauth, the social and upstream login of package social and the
 // permission routes of package permissions. One
 // limiter (memory, or Redis shared by replicas) backs every rate limit, including the limit
-// on failed client authentication at the token, revocation and introspection endpoints.
+// on failed client authentication at the token, revocation, introspection and PAR
+// endpoints.
 //
 // New opens Config.DSN itself (SQLite needs import _ ".../storage/sqlite"; Config.DBPool
 // limits the pool), or runs on a store the embedder made and keeps, given with WithStore:
@@ -34,8 +36,11 @@
 // /auth/, so a company mounts it beside its own routes with mux.Handle("/auth/", p) (not
 // behind http.StripPrefix); see Config.Issuer.
 //
-// An API in the same process checks access tokens with VerifyAccessToken, or guards its
-// routes with RequireScopes and reads the token back with AccessTokenFromContext.
+// An API in the same process checks access tokens with VerifyRequest (Bearer, or DPoP with
+// its proof) or VerifyAccessToken (bearer tokens only), or guards its routes with
+// RequireScopes and reads the token back with AccessTokenFromContext. DPoP-bound tokens
+// (RFC 9449) need no switch; DPoPConfig tunes them, and package dpop checks proofs for a
+// resource server elsewhere.
 //
 // Accounts live in Gatehouse's own users table unless WithAccounts gives the application's
 // own store (Accounts, with the optional AccountRegistrar, PasswordSetter and

@@ -61,9 +61,10 @@ var inactive = map[string]bool{"active": false}
 
 // introspectAccessToken answers for an access token: the claims VerifyAccessToken accepted,
 // read from the token itself, and username (the user's email, read fresh) when the email
-// scope was granted.
+// scope was granted. A DPoP-bound token is active too: its token_type is DPoP and cnf names
+// its key (RFC 9449 §6.2), for the resource server to check the proof against.
 func (p *Provider) introspectAccessToken(w http.ResponseWriter, r *http.Request, caller fosite.Client, token string) {
-	at, err := p.VerifyAccessToken(r.Context(), token)
+	at, _, err := p.verifier.verify(r.Context(), token)
 	if errors.Is(err, ErrUnavailable) {
 		p.introspectionError(w, r, fosite.ErrTemporarilyUnavailable.WithWrap(err).WithDebug(err.Error()))
 		return
@@ -84,6 +85,10 @@ func (p *Provider) introspectAccessToken(w http.ResponseWriter, r *http.Request,
 	}
 	if len(at.Scopes) > 0 {
 		resp["scope"] = strings.Join(at.Scopes, " ")
+	}
+	if at.DPoPThumbprint != "" {
+		resp["token_type"] = "DPoP"
+		resp["cnf"] = map[string]string{"jkt": at.DPoPThumbprint}
 	}
 	if at.UserBound && slices.Contains(at.Scopes, "email") {
 		user, err := p.auth.UserByID(r.Context(), at.Subject)
@@ -142,6 +147,9 @@ func (p *Provider) introspection(use fosite.TokenUse, ar fosite.Requester, sessi
 	}
 	if exp := session.GetExpiresAt(use); !exp.IsZero() {
 		resp["exp"] = exp.Unix()
+	}
+	if session.DPoPJKT != "" {
+		resp["cnf"] = map[string]string{"jkt": session.DPoPJKT} // a public client's bound refresh token
 	}
 	return resp
 }

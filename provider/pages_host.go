@@ -96,7 +96,12 @@ func (h uiHost) PausedRequest(ctx context.Context, token string) (ui.PausedReque
 		name = client.ID
 	}
 	form, _ := url.ParseQuery(row.Form)
-	return ui.PausedRequest{ClientName: name, LoginHint: form.Get("login_hint"), Scopes: strings.Fields(form.Get("scope"))}, nil
+	userCode, err := h.p.deviceUserCode(ctx, form)
+	if err != nil {
+		return ui.PausedRequest{}, err
+	}
+	return ui.PausedRequest{ClientName: name, LoginHint: form.Get("login_hint"), Scopes: strings.Fields(form.Get("scope")),
+		UserCode: userCode}, nil
 }
 
 // Destination implements ui.Host.

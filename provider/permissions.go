@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/gatehouse-id/gatehouse/permissions"
 	"github.com/gatehouse-id/gatehouse/publicauth"
@@ -31,14 +32,23 @@ var (
 	_ permissions.Directory = permissionSeams{}
 )
 
-// Validate checks bearer with Provider.VerifyAccessToken.
-func (s permissionSeams) Validate(ctx context.Context, bearer string) (permissions.TokenInfo, error) {
-	at, err := s.p.VerifyAccessToken(ctx, bearer)
-	if errors.Is(err, ErrInvalidToken) {
-		return permissions.TokenInfo{}, permissions.ErrInvalidToken
-	}
-	if err != nil {
+// Validate checks the access token of r with Provider.VerifyRequest: a bearer token, or a
+// DPoP-bound one with its proof. A token refused in the DPoP scheme, a refused proof and a
+// bound token presented as Bearer are a *permissions.TokenError carrying DPoP's challenge
+// (RFC 9449 §7.1); any other refused token is permissions.ErrInvalidToken.
+func (s permissionSeams) Validate(r *http.Request) (permissions.TokenInfo, error) {
+	at, err := s.p.VerifyRequest(r)
+	switch {
+	case errors.Is(err, ErrNoAccessToken):
+		return permissions.TokenInfo{}, permissions.ErrNoCredentials
+	case errors.Is(err, ErrUnavailable):
 		return permissions.TokenInfo{}, err
+	case err != nil:
+		a := s.p.refusal(r, err)
+		if strings.HasPrefix(a.header.Get("WWW-Authenticate"), "DPoP ") {
+			return permissions.TokenInfo{}, &permissions.TokenError{Header: a.header, Message: a.description}
+		}
+		return permissions.TokenInfo{}, permissions.ErrInvalidToken
 	}
 	return permissions.TokenInfo{
 		Subject:   at.Subject,

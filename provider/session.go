@@ -19,6 +19,14 @@ type Session struct {
 	// UserBound is true for tokens issued on behalf of a user (authorization_code and
 	// refresh_token grants) and false for client tokens (client_credentials).
 	UserBound bool `json:"user_bound"`
+	// DPoPJKT is the thumbprint of the DPoP key a public client's refresh token is bound to
+	// (RFC 9449 §5), "" when it is not bound: a refresh must come with a proof by that key.
+	// Only the token endpoint sets it.
+	DPoPJKT string `json:"dpop_jkt,omitempty"`
+	// CodeDPoPJKT is the dpop_jkt of the authorization request (RFC 9449 §10): the code is
+	// redeemed only with a proof by that key. It is a field of its own because fosite reloads
+	// the code's stored session over the one the token endpoint changed.
+	CodeDPoPJKT string `json:"code_dpop_jkt,omitempty"`
 	// accessIssuedAt is when the access token being issued with this session was signed,
 	// to the microsecond; it is not stored (refreshStore reads it in the same request).
 	accessIssuedAt time.Time

@@ -12,20 +12,26 @@ import (
 	"github.com/gatehouse-id/gatehouse/events"
 	"github.com/gatehouse-id/gatehouse/internal/httpjson"
 	"github.com/gatehouse-id/gatehouse/publicauth"
+	"github.com/gatehouse-id/gatehouse/storage"
 )
 
 // token is the token endpoint (RFC 6749 §3.2): authorization_code (with PKCE),
 // refresh_token (rotated, reuse revokes the family) and client_credentials. The
 // `audience` and RFC 8707 `resource` parameters ask for the token's aud: with
 // client_credentials among the client's registered audiences, otherwise among the grant's,
-// which narrows the grant to them from then on.
+// which narrows the grant to them from then on. A DPoP proof binds the tokens to the
+// client's key (tokenDPoP).
 func (p *Provider) token(w http.ResponseWriter, r *http.Request) {
 	ctx, _ := p.watchGrant(r.Context())
+	ctx = withIssuedAccessToken(ctx)
 	session := newSession()
 	var resourceErr error
 	// fosite parses the body the same way next and reads the audience from r.PostForm.
 	if err := r.ParseMultipartForm(1 << 20); err == nil || errors.Is(err, http.ErrNotMultipart) {
 		resourceErr = mergeResources(r.PostForm)
+	}
+	if r.PostForm.Get("grant_type") == "refresh_token" {
+		ctx = storage.WithReuseGrace(ctx) // Config.RefreshReuseGrace applies here only
 	}
 	ar, err := p.oauth.NewAccessRequest(ctx, r, session)
 	if err == nil {
@@ -56,6 +62,11 @@ func (p *Provider) token(w http.ResponseWriter, r *http.Request) {
 	if granted == nil {
 		granted = session
 	}
+	ctx, dpopBound, err := p.tokenDPoP(ctx, w, r, ar, granted)
+	if err != nil {
+		p.accessError(w, r, ar, err)
+		return
+	}
 	if ctx, err = p.withTokenClaims(ctx, ar, granted); err != nil {
 		p.accessError(w, r, ar, err)
 		return
@@ -66,6 +77,9 @@ func (p *Provider) token(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp.SetTokenType("Bearer") // fosite writes "bearer"; the SSO interface shows "Bearer"
+	if dpopBound {
+		resp.SetTokenType("DPoP") // RFC 9449 §5.1
+	}
 	p.events.Emit(ctx, tokenIssued(ar, session, resp))
 	p.oauth.WriteAccessResponse(ctx, w, ar, resp)
 }
@@ -156,12 +170,12 @@ func (p *Provider) userinfo(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !at.UserBound {
-		p.bearerError(w, http.StatusUnauthorized, "invalid_token", "The access token was not issued for a user.", "")
+		p.bearerError(w, r, http.StatusUnauthorized, "invalid_token", "The access token was not issued for a user.", "")
 		return
 	}
 	scopes := fosite.Arguments(at.Scopes)
 	if !scopes.Has("openid") {
-		p.bearerError(w, http.StatusForbidden, "insufficient_scope", "The access token does not carry the openid scope.", "openid")
+		p.bearerError(w, r, http.StatusForbidden, "insufficient_scope", "The access token does not carry the openid scope.", "openid")
 		return
 	}
 	user, err := p.auth.UserByID(ctx, at.Subject)
@@ -169,7 +183,7 @@ func (p *Provider) userinfo(w http.ResponseWriter, r *http.Request) {
 		err = publicauth.ErrAccountDisabled
 	}
 	if err != nil {
-		p.bearerError(w, http.StatusUnauthorized, "invalid_token", "The user of this access token no longer exists.", "")
+		p.bearerError(w, r, http.StatusUnauthorized, "invalid_token", "The user of this access token no longer exists.", "")
 		return
 	}
 	claims := map[string]any{}

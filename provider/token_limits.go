@@ -9,7 +9,7 @@ import (
 )
 
 // failedRequestsLimited wraps an endpoint that authenticates clients (token, revocation,
-// introspection) with the per-IP limit on failed client authentication
+// introspection, PAR) with the per-IP limit on failed client authentication
 // (PublicAuthConfig.TokenErrorLimit, DESIGN §5): a 401 answer (invalid_client) counts one
 // failure of the caller's IP, and an IP over the limit gets 429 slow_down with Retry-After
 // before the endpoint runs. Only 401s count: codes, refresh and access tokens are too long

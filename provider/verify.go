@@ -13,7 +13,6 @@ import (
 	"github.com/ory/fosite"
 
 	"github.com/gatehouse-id/gatehouse/internal/bearer"
-	"github.com/gatehouse-id/gatehouse/internal/httpjson"
 	"github.com/gatehouse-id/gatehouse/storage"
 )
 
@@ -48,6 +47,10 @@ type AccessToken struct {
 	// UserBound is true for a token issued for a user (authorization_code or refresh_token
 	// grant) and false for a client_credentials token, which speaks for the client itself.
 	UserBound bool
+	// DPoPThumbprint is the JWK SHA-256 thumbprint (RFC 7638) of the key the token is bound
+	// to (its cnf.jkt, RFC 9449 §6), "" for a bearer token. A bound token is valid only with
+	// a DPoP proof by that key (VerifyRequest).
+	DPoPThumbprint string
 	// Claims are the JWT's claims as issued (iss, sub, aud, client_id, scope, exp, iat, jti,
 	// auth_time for a user token, and the private gid and iat_us: the grant and the issue
 	// time in microseconds); whole numbers such as exp are int64.
@@ -58,12 +61,15 @@ type AccessToken struct {
 // signature, its type (at+jwt: an ID token is refused), issuer and expiry (by the
 // provider's clock), that its client still exists, and, in one indexed query, that no
 // revocation rule matches it, exactly as introspection does, so a revoked token is refused
-// at once on every replica. It is the one check behind the UserInfo endpoint, the
-// permission routes and RequireScopes. A refused token is ErrInvalidToken; an unreachable
-// database is ErrUnavailable. Only bearer tokens are verified: a DPoP-bound token will need
-// the request that presents it, for its proof.
+// at once on every replica. A refused token is ErrInvalidToken; an unreachable database is
+// ErrUnavailable. Only bearer tokens are verified: a DPoP-bound token needs the request that
+// presents it, for its proof, and is refused here with ErrDPoPRequired (which matches
+// ErrInvalidToken); verify requests with VerifyRequest, which accepts both.
 func (p *Provider) VerifyAccessToken(ctx context.Context, token string) (*AccessToken, error) {
 	at, _, err := p.verifier.verify(ctx, token)
+	if err == nil && at.DPoPThumbprint != "" {
+		return nil, ErrDPoPRequired
+	}
 	return at, err
 }
 
@@ -123,13 +129,20 @@ func (v *accessTokenVerifier) verify(ctx context.Context, token string) (*Access
 		return nil, ref, ErrInvalidToken
 	}
 	_, authTime := claims["auth_time"]
+	cnf, _ := claims["cnf"].(map[string]any)
+	jkt, _ := cnf["jkt"].(string)
+	if _, hasCnf := claims["cnf"]; hasCnf && jkt == "" {
+		// A confirmation this verifier cannot check binds the token to something else.
+		return nil, ref, ErrInvalidToken
+	}
 	return &AccessToken{
-		Subject:   ref.Subject,
-		ClientID:  ref.ClientID,
-		Scopes:    strings.Fields(str("scope")),
-		Audience:  audienceOf(claims["aud"]),
-		IssuedAt:  time.Unix(iat, 0).UTC(),
-		ExpiresAt: expiresAt,
+		DPoPThumbprint: jkt,
+		Subject:        ref.Subject,
+		ClientID:       ref.ClientID,
+		Scopes:         strings.Fields(str("scope")),
+		Audience:       audienceOf(claims["aud"]),
+		IssuedAt:       time.Unix(iat, 0).UTC(),
+		ExpiresAt:      expiresAt,
 		// A client_credentials token speaks for its client: sub is the client's id, and it
 		// has no auth_time, which every user token carries.
 		UserBound: ref.Subject != ref.ClientID || authTime,
@@ -181,13 +194,15 @@ func AccessTokenFromContext(ctx context.Context) (*AccessToken, bool) {
 }
 
 // RequireScopes returns middleware for an API in the same process. It reads the request's
-// RFC 6750 bearer token (the Authorization header, or access_token in a form-encoded POST
-// body), verifies it with VerifyAccessToken, requires every one of scopes, and passes the
-// request on with the token in its context (AccessTokenFromContext). Otherwise it answers
-// as RFC 6750 §3 describes, the issuer as realm: 401 without an error code when no token
-// was sent, 401 invalid_token for a refused token, 403 insufficient_scope naming the
-// required scopes, and 503 temporarily_unavailable with Retry-After when the database is
-// unreachable.
+// access token (the Authorization header with the Bearer or DPoP scheme, or access_token in
+// a form-encoded POST body), verifies it with VerifyRequest (a DPoP-bound token with its
+// proof), requires every one of scopes, and passes the request on with the token in its
+// context (AccessTokenFromContext). Otherwise it answers as RFC 6750 §3 and RFC 9449 §7.1
+// describe, the issuer as realm: 401 without an error code when no token was sent (a Bearer
+// and a DPoP challenge), 401 invalid_token for a refused token (DPoP's challenge for a
+// DPoP-bound token presented as Bearer), 401 invalid_dpop_proof or use_dpop_nonce for a
+// refused proof, 403 insufficient_scope naming the required scopes, and 503
+// temporarily_unavailable with Retry-After when the database is unreachable.
 //
 // RequireScopes does not look at the token's audience: any client's token with the scopes
 // passes. An API that clients reach with audience-restricted tokens (ClientSpec.Audience,
@@ -215,12 +230,12 @@ func (p *Provider) require(audience string, scopes []string) func(http.Handler) 
 				return
 			}
 			if audience != "" && !slices.Contains(at.Audience, audience) {
-				p.bearerError(w, http.StatusUnauthorized, "invalid_token", "The access token was not issued for this resource.", "")
+				p.bearerError(w, r, http.StatusUnauthorized, "invalid_token", "The access token was not issued for this resource.", "")
 				return
 			}
 			for _, s := range scopes {
 				if !fosite.Arguments(at.Scopes).Has(s) {
-					p.bearerError(w, http.StatusForbidden, "insufficient_scope", "The access token does not carry the required scopes.", required)
+					p.bearerError(w, r, http.StatusForbidden, "insufficient_scope", "The access token does not carry the required scopes.", required)
 					return
 				}
 			}
@@ -230,49 +245,21 @@ func (p *Provider) require(audience string, scopes []string) func(http.Handler) 
 }
 
 // bearerToken returns the access token r carries (internal/bearer), verified by
-// VerifyAccessToken, and true. Otherwise it has answered w as RFC 6750 §3 describes and
-// returns false.
+// VerifyRequest, and true. Otherwise it has answered w as RFC 6750 §3 and RFC 9449 §7.1
+// describe (refusal) and returns false.
 func (p *Provider) bearerToken(w http.ResponseWriter, r *http.Request) (*AccessToken, bool) {
-	token := bearer.FromRequest(r)
-	if token == "" {
-		p.bearerError(w, http.StatusUnauthorized, "", "An access token is required.", "")
-		return nil, false
-	}
-	at, err := p.VerifyAccessToken(r.Context(), token)
-	if errors.Is(err, ErrUnavailable) {
-		p.bearerError(w, http.StatusServiceUnavailable, "temporarily_unavailable", "The database is unreachable; try again shortly.", "")
-		return nil, false
-	}
+	at, err := p.VerifyRequest(r)
 	if err != nil {
-		p.bearerError(w, http.StatusUnauthorized, "invalid_token", "The access token is invalid, expired or revoked.", "")
+		writeRefusal(w, p.refusal(r, err))
 		return nil, false
 	}
 	return at, true
 }
 
-// bearerError answers a request refused for its bearer token as RFC 6750 §3 describes: a
-// WWW-Authenticate challenge with the issuer as realm, and the OAuth JSON shape. Code ""
-// means no token was sent: the challenge then carries no error (§3.1) and the body says
-// invalid_request. scope, when set, names the scopes the resource requires. A 503 is no
-// challenge but an outage: it carries Retry-After instead.
-func (p *Provider) bearerError(w http.ResponseWriter, status int, code, description, scope string) {
-	body := map[string]string{"error": code, "error_description": description}
-	if status == http.StatusServiceUnavailable {
-		w.Header().Set("Retry-After", "5")
-		httpjson.Write(w, status, body)
-		return
-	}
-	challenge := `Bearer realm=` + quoted(p.cfg.Issuer)
-	if code == "" {
-		body["error"] = "invalid_request"
-	} else {
-		challenge += `, error=` + quoted(code) + `, error_description=` + quoted(description)
-	}
-	if scope != "" {
-		challenge += `, scope=` + quoted(scope)
-	}
-	w.Header().Set("WWW-Authenticate", challenge)
-	httpjson.Write(w, status, body)
+// bearerError answers a request refused for its verified access token, with the challenge
+// of the scheme the token was presented with (challenge).
+func (p *Provider) bearerError(w http.ResponseWriter, r *http.Request, status int, code, description, scope string) {
+	writeRefusal(w, p.challenge(bearer.FromRequest(r).Scheme, status, code, description, scope))
 }
 
 // quoted is s as an HTTP quoted-string (RFC 9110 §5.6.4).

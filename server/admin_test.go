@@ -40,6 +40,7 @@ type clientJSON struct {
 	FirstParty             bool     `json:"first_party"`
 	ResourceServer         bool     `json:"resource_server"`
 	IDTokenAlg             string   `json:"id_token_signed_response_alg"`
+	RequireDPoP            bool     `json:"dpop_bound_access_tokens"`
 
 	BackchannelLogoutURI             string `json:"backchannel_logout_uri"`
 	BackchannelLogoutSessionRequired bool   `json:"backchannel_logout_session_required"`
@@ -90,8 +91,8 @@ func testAdminCommands(t *testing.T, dsn string, env map[string]string) {
 
 	var pub clientJSON
 	decodeJSON(t, mustRun(t, pubEnv, "client", "create", "--dsn", dsn, "--public", "--name", "SPA",
-		"--redirect-uri", "http://localhost:3000/callback", "--grant-type", "authorization_code"), &pub)
-	if pub.ClientID == "" || !pub.Public || pub.ClientSecret != nil || pub.ResourceServer {
+		"--redirect-uri", "http://localhost:3000/callback", "--grant-type", "authorization_code", "--require-dpop"), &pub)
+	if pub.ClientID == "" || !pub.Public || pub.ClientSecret != nil || pub.ResourceServer || !pub.RequireDPoP {
 		t.Errorf("public client: got %+v, want a generated id and no secret", pub)
 	}
 	if !slices.Equal(pub.GrantTypes, []string{"authorization_code"}) {
@@ -122,11 +123,24 @@ func testAdminCommands(t *testing.T, dsn string, env map[string]string) {
 		!slices.Equal(changed.Scopes, []string{"openid", "profile"}) || changed.IDTokenAlg != "RS256" || changed.ClientSecret != nil {
 		t.Errorf("client update: got %+v, want the new name, scopes and algorithm, no post-logout URIs, not first-party, no secret", changed)
 	}
+	if conf.RequireDPoP || changed.RequireDPoP {
+		t.Errorf("a client created without --require-dpop requires DPoP")
+	}
+	var dpopOff clientJSON
+	decodeJSON(t, mustRun(t, env, "client", "update", "--id", pub.ClientID, "--require-dpop=false"), &dpopOff)
+	if dpopOff.RequireDPoP || dpopOff.Name != "SPA" {
+		t.Errorf("client update --require-dpop=false: got %+v, want DPoP no longer required, the rest kept", dpopOff)
+	}
 	if !slices.Equal(changed.Audience, []string{"billing-api"}) {
 		t.Errorf("client update audience: got %v, want [billing-api]", changed.Audience)
 	}
 	if !slices.Equal(changed.RedirectURIs, conf.RedirectURIs) || !changed.ResourceServer || !slices.Equal(changed.GrantTypes, conf.GrantTypes) {
 		t.Errorf("client update: got %+v, want the settings not given kept", changed)
+	}
+	// --id-token-alg takes EdDSA in any case.
+	decodeJSON(t, mustRun(t, env, "client", "update", "--id", "my-app", "--id-token-alg", "eddsa"), &changed)
+	if changed.IDTokenAlg != "EdDSA" {
+		t.Errorf("client update --id-token-alg eddsa: got %q, want EdDSA", changed.IDTokenAlg)
 	}
 
 	// Back-channel logout: registered at creation, changed and removed by update.
@@ -151,6 +165,7 @@ func testAdminCommands(t *testing.T, dsn string, env map[string]string) {
 		code    int
 		mention string
 	}{
+		{[]string{"client", "update", "--id", "my-app", "--id-token-alg", "HS256"}, 2, "--id-token-alg"},
 		{[]string{"client", "update", "--id", "my-app", "--redirect-uri", "/relative"}, 1, "/relative"},
 		{[]string{"client", "update", "--id", "nope", "--name", "x"}, 1, "nope"},
 		{[]string{"client", "update", "--id", "my-app"}, 2, "at least one setting"},
@@ -278,7 +293,7 @@ func testAdminCommands(t *testing.T, dsn string, env map[string]string) {
 			active[k["alg"].(string)]++
 		}
 	}
-	if active["RS256"] != 1 || active["ES256"] != 1 || len(keys) < 4 {
+	if active["RS256"] != 1 || active["ES256"] != 1 || active["EdDSA"] != 1 || len(keys) < 6 {
 		t.Errorf("keys rotate: got %v, want one active key of each algorithm beside the retired ones", keys)
 	}
 }

@@ -30,6 +30,8 @@ func clientToModel(c *Client) *clientModel {
 		FirstParty:             c.FirstParty,
 		ResourceServer:         c.ResourceServer,
 		IDTokenAlg:             c.IDTokenAlg,
+		RequirePAR:             c.RequirePAR,
+		RequireDPoP:            c.RequireDPoP,
 		CreatedAt:              utc(c.CreatedAt),
 		BackchannelLogoutURI:   c.BackchannelLogoutURI,
 
@@ -53,6 +55,8 @@ func (m *clientModel) toClient() *Client {
 		FirstParty:             m.FirstParty,
 		ResourceServer:         m.ResourceServer,
 		IDTokenAlg:             m.IDTokenAlg,
+		RequirePAR:             m.RequirePAR,
+		RequireDPoP:            m.RequireDPoP,
 		CreatedAt:              timeUTC(m.CreatedAt),
 		BackchannelLogoutURI:   m.BackchannelLogoutURI,
 
@@ -151,13 +155,16 @@ func (s *Store) ListClients(ctx context.Context) ([]*Client, error) {
 }
 
 // DeleteClient deletes the client and, in the same transaction, everything issued to it:
-// authorization codes, access and refresh tokens, PKCE and OpenID Connect rows, consents and
-// pending authorization requests. It returns ErrNotFound when there is no such client.
+// authorization codes, access and refresh tokens, PKCE and OpenID Connect rows, consents,
+// device codes and pending and pushed authorization requests. It returns ErrNotFound when
+// there is no such client.
 func (s *Store) DeleteClient(ctx context.Context, id string) error {
 	err := s.inTx(ctx, func(tx *gorm.DB) error {
 		for _, model := range []any{
 			&authorizationCodeModel{}, &accessTokenModel{}, &refreshTokenModel{},
 			&pkceRequestModel{}, &oidcSessionModel{}, &consentModel{}, &authRequestModel{},
+			&deviceCodeModel{},
+			&pushedRequestModel{},
 		} {
 			if err := tx.Where("client_id = ?", id).Delete(model).Error; err != nil {
 				return fmt.Errorf("storage: delete client: %w", err)
@@ -231,8 +238,8 @@ func (s *Store) SetClientAssertionJWT(ctx context.Context, jti string, exp time.
 }
 
 // UpdateClient writes c's settings over the stored client with c.ID: its name, redirect
-// and post-logout redirect URIs, grant and response types, scopes, audience, first-party
-// and resource-server flags, ID token algorithm and UpdatedAt (set to now). The id, secret
+// and post-logout redirect URIs, grant and response types, scopes, audience, first-party,
+// resource-server, require-PAR and require-DPoP flags, ID token algorithm and UpdatedAt (set to now). The id, secret
 // hash, public flag and creation time are not written: SetClientSecretHash changes the
 // secret, and a client never changes between public and confidential.
 //
@@ -255,7 +262,7 @@ func (s *Store) UpdateClient(ctx context.Context, c *Client) error {
 		m := clientToModel(c)
 		err := tx.Model(&clientModel{}).Where("id = ?", c.ID).Select(
 			"name", "redirect_uris", "post_logout_redirect_uris", "grant_types", "response_types",
-			"scopes", "audience", "first_party", "resource_server", "id_token_alg", "updated_at",
+			"scopes", "audience", "first_party", "resource_server", "id_token_alg", "require_par", "require_dpop", "updated_at",
 			"backchannel_logout_uri", "backchannel_logout_session_required",
 		).Updates(m).Error
 		if err != nil {

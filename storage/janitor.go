@@ -30,6 +30,8 @@ func expiringTables() []expiringTable {
 		{table: "one_time_tokens", key: "id_hash", singleUse: true},
 		{table: "pin_challenges", key: "id", singleUse: true},
 		{table: "revocation_rules", key: "rule_key"},
+		{table: "pushed_requests", key: "id_hash"},
+		{table: "device_codes", key: "device_code_hash"},
 		{table: "logout_outbox", key: "id"},
 		{table: "client_assertion_jtis", key: "jti"},
 	}
@@ -41,9 +43,9 @@ const defaultJanitorBatch = 1000
 // DeleteExpired deletes every row whose expires_at is before now from the expiring tables
 // (authorization codes, access and refresh tokens, PKCE and OpenID Connect rows, login
 // sessions, pending authorization requests, one-time mail tokens, PIN challenges,
-// access-token revocation rules, given-up logout messages, client-assertion JWT ids), and
-// every used one-time token
-// and PIN challenge, and returns how many it deleted. It deletes at most batch rows per
+// access-token revocation rules, pushed authorization requests, device codes, given-up
+// logout messages, client-assertion JWT ids), and every used one-time token and PIN
+// challenge, and returns how many it deleted. It deletes at most batch rows per
 // statement (1000 for batch ≤ 0), each statement on its own, so no lock is held for long.
 // An expired login session ends as DeleteSession ends one: its back-channel logout messages
 // are queued in the transaction that deletes its batch. Rows without expiry are kept. On error it returns the count deleted so far with the

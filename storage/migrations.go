@@ -33,7 +33,19 @@ func migrations() []migration {
 		{version: 11, name: "authorization codes carry their PKCE and OpenID Connect request data", up: func(tx *gorm.DB, n schemaNames) error {
 			return execAll(tx, n, schemaV11())
 		}},
+		{version: 13, name: "pushed authorization requests, and clients that must push theirs", up: func(tx *gorm.DB, n schemaNames) error {
+			return execAll(tx, n, schemaV13())
+		}},
+		{version: 14, name: "clients that must use DPoP", up: func(tx *gorm.DB, n schemaNames) error {
+			return execAll(tx, n, schemaV14())
+		}},
+		{version: 16, name: "device authorization grant codes", up: func(tx *gorm.DB, n schemaNames) error {
+			return execAll(tx, n, schemaV16())
+		}},
 		{version: 17, name: "back-channel logout: session ids, session clients and the logout outbox", up: migrateV17},
+		{version: 19, name: "rotated refresh tokens remember when, for the reuse grace window", up: func(tx *gorm.DB, n schemaNames) error {
+			return execAll(tx, n, schemaV19())
+		}},
 	}
 }
 

@@ -67,6 +67,8 @@ type clientModel struct {
 	FirstParty             bool
 	ResourceServer         bool
 	IDTokenAlg             string `gorm:"column:id_token_alg"`
+	RequirePAR             bool   `gorm:"column:require_par"`
+	RequireDPoP            bool   `gorm:"column:require_dpop"`
 	// BackchannelLogoutURI and BackchannelLogoutSessionRequired: migration 17.
 	BackchannelLogoutURI             string    `gorm:"column:backchannel_logout_uri"`
 	BackchannelLogoutSessionRequired bool      `gorm:"column:backchannel_logout_session_required"`
@@ -168,6 +170,9 @@ type refreshTokenModel struct {
 	Request         requestColumns `gorm:"embedded"`
 	AccessSignature string
 	Active          bool
+	// RotatedAt and GraceUsed: see schemaV19.
+	RotatedAt *time.Time
+	GraceUsed bool
 	// SID is the browser session of the grant, "" for none (migration 17).
 	SID string `gorm:"column:sid"`
 }

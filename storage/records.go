@@ -29,8 +29,15 @@ type Client struct {
 	// ResourceServer clients may introspect the tokens whose audience names their id, not
 	// only their own tokens.
 	ResourceServer bool
-	// IDTokenAlg is the JWS algorithm of this client's ID tokens: "RS256" (default) or "ES256".
+	// IDTokenAlg is the JWS algorithm of this client's ID tokens: "RS256" (default), "ES256"
+	// or "EdDSA".
 	IDTokenAlg string
+	// RequirePAR clients must push every authorization request (RFC 9126): the
+	// authorization endpoint refuses them a request without a pushed request_uri.
+	RequirePAR bool
+	// RequireDPoP clients must send a DPoP proof (RFC 9449) with every token request, so
+	// each of their access tokens is bound to their key.
+	RequireDPoP bool
 	// BackchannelLogoutURI is where the client receives logout tokens when a session it was
 	// issued tokens in ends (OpenID Connect Back-Channel Logout 1.0); "" for none.
 	BackchannelLogoutURI string
@@ -59,6 +66,9 @@ func (c *Client) GetResponseTypes() fosite.Arguments {
 	}
 	return fosite.Arguments(c.ResponseTypes)
 }
+
+// RequiresDPoP reports whether the client must send a DPoP proof with every token request.
+func (c *Client) RequiresDPoP() bool { return c.RequireDPoP }
 
 // GetResponseModes allows the query and form_post response modes (OAuth 2.0 Form Post
 // Response Mode); fragment is never used with the code flow.

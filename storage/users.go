@@ -195,6 +195,7 @@ func (s *Store) DeleteUser(ctx context.Context, id string) error {
 func deleteAccountRows(tx *gorm.DB, id string) error {
 	for _, model := range []any{
 		&authorizationCodeModel{}, &refreshTokenModel{}, &pkceRequestModel{}, &oidcSessionModel{},
+		&deviceCodeModel{},
 	} {
 		if err := tx.Where("subject = ?", id).Delete(model).Error; err != nil {
 			return fmt.Errorf("storage: delete user's tokens: %w", err)

@@ -79,6 +79,8 @@ var pageErrors = []struct {
 		text: "This sign-in attempt is invalid, expired or was already used. Go back to the sign-in page and start again."}},
 	{social.ErrReturnTo, problem{status: http.StatusBadRequest, title: titleCannotComplete,
 		text: "return_to must be a path on this service or a redirect URI registered by an application."}},
+	{ErrDeviceCodeInvalid, problem{status: http.StatusBadRequest, title: "Code not recognised",
+		text: "That code is not valid, was already used or has expired. Check the code on your device, or start again there.", form: true}},
 	{publicauth.ErrLinkRefused, problem{status: http.StatusForbidden, title: "Account already exists",
 		text: "An account with this email address already exists. Sign in to it with your password first, then choose this sign-in option again to link it to your account."}},
 	{publicauth.ErrAccountDisabled, problem{status: http.StatusForbidden, title: "Account disabled",

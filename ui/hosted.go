@@ -142,7 +142,8 @@ func (u *UI) registerSubmit(w http.ResponseWriter, r *http.Request) {
 func (u *UI) consentPage(w http.ResponseWriter, r *http.Request) {
 	token := r.URL.Query().Get(RequestParam)
 	pr, err := u.pageContext(r, token)
-	if err == nil && pr == nil {
+	if err == nil && (pr == nil || pr.UserCode != "") {
+		// A device approval is decided on its own page, which shows the code.
 		err = publicauth.ErrRequestExpired
 	}
 	if err != nil {

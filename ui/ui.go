@@ -41,6 +41,15 @@ type Host interface {
 	// DecideConsent records the signed-in user's decision on the paused request token names
 	// and answers w: the authorization response, or access_denied to the client.
 	DecideConsent(w http.ResponseWriter, r *http.Request, token string, allow bool)
+	// StartDeviceApproval pauses the device authorization request whose user code the
+	// user typed (in any case, with or without its dash) for the device pages and returns
+	// the token naming it; ErrDeviceCodeInvalid when no request waiting for a decision has
+	// that code.
+	StartDeviceApproval(ctx context.Context, userCode string) (token string, err error)
+	// DecideDevice records the decision of the user signed in on r on the paused device
+	// request token names: publicauth.ErrSessionNotFound when no one is signed in,
+	// publicauth.ErrRequestExpired when the request is gone or was decided.
+	DecideDevice(r *http.Request, token string, allow bool) error
 	// Logout ends the browser's session for a confirmed RP-Initiated Logout request (the
 	// fields the confirmation page carried) and answers w.
 	Logout(w http.ResponseWriter, r *http.Request, form url.Values)
@@ -54,6 +63,9 @@ type PausedRequest struct {
 	LoginHint string
 	// Scopes are the scopes the request asks for.
 	Scopes []string
+	// UserCode is, for a device authorization request, its user code as XXXX-XXXX; "" for
+	// an authorization request.
+	UserCode string
 }
 
 // SocialLogins lists the login buttons of the enabled upstream providers; *social.Service
@@ -143,6 +155,10 @@ func (u *UI) Routes(r *mux.Router) {
 	r.HandleFunc("/register", u.offered(u.auth.RegistrationOffered, u.registerSubmit)).Methods(post)
 	r.HandleFunc("/consent", u.consentPage).Methods(get)
 	r.HandleFunc("/consent", u.consentSubmit).Methods(post)
+	r.HandleFunc(DevicePath, u.devicePage).Methods(get)
+	r.HandleFunc(DevicePath, u.deviceSubmit).Methods(post)
+	r.HandleFunc(DevicePath+"/confirm", u.deviceConfirmPage).Methods(get)
+	r.HandleFunc(DevicePath+"/confirm", u.deviceConfirmSubmit).Methods(post)
 	r.HandleFunc(LogoutPath, u.logoutConfirm).Methods(post)
 	r.HandleFunc("/pin", u.pinSubmit).Methods(post)
 	r.HandleFunc("/magic-link", u.magicLinkSubmit).Methods(post)

@@ -168,6 +168,27 @@ type formView interface {
 	form() *Form
 }
 
+// DeviceView is the data of device.html, where the user types the code a device shows
+// (RFC 8628 §3.3).
+type DeviceView struct {
+	Form
+	// UserCode prefills the code field (the user_code query parameter of
+	// verification_uri_complete).
+	UserCode string
+}
+
+// DeviceConfirmView is the data of device_confirm.html: the device's code, to compare with
+// the one on the device, and what its application asks to do.
+type DeviceConfirmView struct {
+	Form
+	// UserCode is the code, as XXXX-XXXX.
+	UserCode string
+	// UserEmail is the signed-in user's email.
+	UserEmail string
+	// Scopes say, one sentence each, what the application asks to do.
+	Scopes []string
+}
+
 // pageViews are the hosted pages, each with its view and title: the names of the templates
 // Config.TemplateFS may replace (plus layout.html and style.css).
 var pageViews = map[string]struct {
@@ -177,6 +198,8 @@ var pageViews = map[string]struct {
 	"login":            {&LoginView{}, "Sign in"},
 	"register":         {&RegisterView{}, "Create your account"},
 	"consent":          {&ConsentView{}, "Allow access?"},
+	"device":           {&DeviceView{}, "Connect a device"},
+	"device_confirm":   {&DeviceConfirmView{}, "Connect this device?"},
 	"pin":              {&PINView{}, "Enter your PIN"},
 	"forgot_password":  {&ForgotPasswordView{}, "Reset your password"},
 	"reset_password":   {&LinkFormView{}, "Choose a new password"},

@@ -27,6 +27,8 @@ func TestEveryTemplateRendersFromItsView(t *testing.T) {
 		"register": &RegisterView{Form: form, Email: "ann@example.com", Name: "Ann",
 			SignInURL: "/login?email=ann%40example.com", ResetURL: "/forgot-password?email=ann%40example.com"},
 		"consent":          &ConsentView{Form: form, UserEmail: "ann@example.com", Scopes: []string{"Know who you are"}},
+		"device":           &DeviceView{Form: form, UserCode: "BCDF-GHJK"},
+		"device_confirm":   &DeviceConfirmView{Form: form, UserCode: "BCDF-GHJK", UserEmail: "ann@example.com", Scopes: []string{"Know who you are"}},
 		"pin":              &PINView{Form: form, Challenge: "challenge", Email: "ann@example.com"},
 		"forgot_password":  &ForgotPasswordView{Form: form, Email: "ann@example.com"},
 		"reset_password":   &LinkFormView{Form: form, Token: "link-token"},

@@ -23,6 +23,9 @@ func TestBearer(t *testing.T) {
 		{"another scheme", http.MethodGet, "Basic abc", "", "", false, ""},
 		{"scheme without token", http.MethodGet, "Bearer", "", "", false, ""},
 		{"no header", http.MethodGet, "", "", "", false, ""},
+		{"DPoP header", http.MethodGet, "DPoP abc", "", "abc", true, "abc"},
+		{"DPoP scheme in any case", http.MethodGet, "dpop abc", "", "abc", true, "abc"},
+		{"DPoP without token", http.MethodGet, "DPoP ", "", "", false, ""},
 		{"form body of a POST", http.MethodPost, "", "access_token=xyz", "", false, "xyz"},
 		{"header wins over the form body", http.MethodPost, "Bearer abc", "access_token=xyz", "abc", true, "abc"},
 		{"query string is ignored", http.MethodGet, "", "", "", false, ""},
@@ -39,12 +42,19 @@ func TestBearer(t *testing.T) {
 				}
 				return r
 			}
-			token, ok := bearer.FromHeader(newRequest())
-			if token != c.header || ok != c.headerOK {
-				t.Errorf("FromHeader: got %q, %v; want %q, %v", token, ok, c.header, c.headerOK)
+			wantScheme := ""
+			if c.request != "" {
+				wantScheme = bearer.SchemeBearer
+				if strings.HasPrefix(strings.ToLower(c.auth), "dpop") {
+					wantScheme = bearer.SchemeDPoP
+				}
 			}
-			if got := bearer.FromRequest(newRequest()); got != c.request {
-				t.Errorf("FromRequest: got %q, want %q", got, c.request)
+			cred, ok := bearer.FromHeader(newRequest())
+			if cred.Token != c.header || ok != c.headerOK || (ok && cred.Scheme != wantScheme) {
+				t.Errorf("FromHeader: got %+v, %v; want %q, %v", cred, ok, c.header, c.headerOK)
+			}
+			if got := bearer.FromRequest(newRequest()); got.Token != c.request || got.Scheme != wantScheme {
+				t.Errorf("FromRequest: got %+v, want %q (%s)", got, c.request, wantScheme)
 			}
 		})
 	}

@@ -462,3 +462,13 @@ func testRevokeUserGrants(t *testing.T, s *storage.Store) {
 	check("after a committed transaction", true)
 	mustNoErr(t, "RevokeUserGrants again", s.RevokeUserGrants(ctx, victim.ID))
 }
+
+// testConcurrentClientAssertionJTI: of concurrent recordings of one id (one proof or
+// assertion sent to several replicas at once) exactly one succeeds; the others get
+// fosite.ErrJTIKnown.
+func testConcurrentClientAssertionJTI(t *testing.T, s *storage.Store) {
+	ctx := context.Background()
+	exp := time.Now().Add(time.Hour)
+	errs := runConcurrently(8, func(int) error { return s.SetClientAssertionJWT(ctx, "dpop:same-proof", exp) })
+	checkOneWinner(t, "SetClientAssertionJWT", errs, fosite.ErrJTIKnown)
+}

@@ -525,3 +525,34 @@ func testClientCacheLocalWrites(t *testing.T, s *storage.Store) {
 	_, err = s.GetClient(ctx, "app")
 	checkErr(t, "GetClient after re-creating it", err, nil)
 }
+
+// testClientRequireDPoP: the DPoP requirement is stored, read back, listed and changed by
+// UpdateClient; a client created without it has none.
+func testClientRequireDPoP(t *testing.T, s *storage.Store) {
+	ctx := context.Background()
+	spa := newClient("spa")
+	spa.Public, spa.SecretHash, spa.RequireDPoP = true, nil, true
+	mustNoErr(t, "CreateClient(spa)", s.CreateClient(ctx, spa))
+	mustCreateClient(t, s, "app")
+	for id, want := range map[string]bool{"spa": true, "app": false} {
+		got, err := s.ClientByID(ctx, id)
+		mustNoErr(t, "ClientByID("+id+")", err)
+		if got.RequireDPoP != want {
+			t.Errorf("ClientByID(%s).RequireDPoP: got %v, want %v", id, got.RequireDPoP, want)
+		}
+	}
+	list, err := s.ListClients(ctx)
+	mustNoErr(t, "ListClients", err)
+	for _, c := range list {
+		if c.RequireDPoP != (c.ID == "spa") {
+			t.Errorf("ListClients: %s has RequireDPoP %v", c.ID, c.RequireDPoP)
+		}
+	}
+	app, err := s.ClientByID(ctx, "app")
+	mustNoErr(t, "ClientByID(app)", err)
+	app.RequireDPoP = true
+	mustNoErr(t, "UpdateClient(app)", s.UpdateClient(ctx, app))
+	if got, err := s.ClientByID(ctx, "app"); err != nil || !got.RequireDPoP {
+		t.Errorf("ClientByID(app) after UpdateClient: got RequireDPoP %v (%v), want true", got != nil && got.RequireDPoP, err)
+	}
+}

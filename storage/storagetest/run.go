@@ -13,6 +13,7 @@ func Run(t *testing.T, open func(t *testing.T) *storage.Store) {
 		{"MigrateIsIdempotent", testMigrateIdempotent},
 		{"ClientRoundTrip", testClientRoundTrip},
 		{"ClientResourceServer", testClientResourceServer},
+		{"ClientRequireDPoP", testClientRequireDPoP},
 		{"ClientCreateTwiceConflicts", testClientCreateTwice},
 		{"ListClientsOrdered", testListClients},
 		{"MissingRows", testMissingRows},
@@ -31,11 +32,14 @@ func Run(t *testing.T, open func(t *testing.T) *storage.Store) {
 		{"NilSessionPrototype", testNilSessionPrototype},
 		{"RefreshRotationAndFamilyRevocation", testRefreshRotation},
 		{"ConcurrentRefreshRotation", testConcurrentRefreshRotation},
+		{"RefreshReuseGrace", testRefreshReuseGrace},
 		{"ClientAssertionJTI", testClientAssertionJTI},
+		{"ConcurrentClientAssertionJTI", testConcurrentClientAssertionJTI},
 		{"ConsentUpsert", testConsentUpsert},
 		{"ConcurrentSaveConsent", testConcurrentSaveConsent},
 		{"ConcurrentCreateUser", testConcurrentCreateUser},
 		{"SigningKeyRotation", testSigningKeyRotation},
+		{"ConcurrentSigningKeyRotation", testConcurrentSigningKeyRotation},
 		{"DeleteClientCascades", testDeleteClientCascade},
 		{"ClientCacheLocalWrites", testClientCacheLocalWrites},
 		{"RevokeTokensOf", testRevokeTokensOf},
@@ -46,6 +50,8 @@ func Run(t *testing.T, open func(t *testing.T) *storage.Store) {
 	cases = append(cases, socialCases()...)
 	cases = append(cases, adminCases()...)
 	cases = append(cases, ruleCases()...)
+	cases = append(cases, deviceCases()...)
+	cases = append(cases, parCases()...)
 	cases = append(cases, backchannelCases()...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
