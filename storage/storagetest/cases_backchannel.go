@@ -18,6 +18,7 @@ func backchannelCases() []storageCase {
 	return []storageCase{
 		{"SessionEndQueuesLogouts", testSessionEndQueuesLogouts},
 		{"ClaimLogouts", testClaimLogouts},
+		{"SessionEndRacesAuthorization", testSessionEndRacesAuthorization},
 	}
 }
 
@@ -224,6 +225,47 @@ func testClaimLogouts(t *testing.T, s *storage.Store) {
 	for _, m := range pending(t, s) {
 		if m.ID == again[2].ID {
 			t.Errorf("the given-up message outlived its keep time")
+		}
+	}
+}
+
+// testSessionEndRacesAuthorization: a session ending while a code is issued in it either
+// sees the client (and queues its logout message) or makes the issue fail: a client is
+// never recorded in a session that has ended without being told.
+func testSessionEndRacesAuthorization(t *testing.T, s *storage.Store) {
+	ctx := context.Background()
+	bcl := newClient("bcl")
+	bcl.BackchannelLogoutURI = "https://bcl.example/logout"
+	mustNoErr(t, "CreateClient", s.CreateClient(ctx, bcl))
+	u := mustCreateUser(t, s, "race@example.com")
+	const rounds = 20
+	recorded := map[string]bool{}
+	for range rounds {
+		sess := mustSession(t, s, u.ID, t0)
+		var recordErr, endErr error
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			recordErr = s.InTx(ctx, func(ctx context.Context) error {
+				return s.RecordSessionClient(ctx, sess.SID, "bcl")
+			})
+		}()
+		go func() { defer wg.Done(); endErr = s.DeleteSession(ctx, sess.IDHash) }()
+		wg.Wait()
+		mustNoErr(t, "DeleteSession", endErr)
+		if recordErr != nil && !errors.Is(recordErr, storage.ErrNotFound) {
+			t.Fatalf("RecordSessionClient: %v", recordErr)
+		}
+		recorded[sess.SID] = recordErr == nil
+	}
+	queued := map[string]bool{}
+	for _, m := range pending(t, s) {
+		queued[m.SID] = true
+	}
+	for sid, ok := range recorded {
+		if ok != queued[sid] {
+			t.Errorf("session %s: client recorded %v, logout queued %v; want both or neither", sid, ok, queued[sid])
 		}
 	}
 }
