@@ -107,9 +107,13 @@ func (c *cli) clientCreate(ctx context.Context, args []string) int {
 	cmd.flag(&spec.RequireDPoP, "require-dpop", "every token request must carry a DPoP proof (RFC 9449), binding each token to the client's key")
 	cmd.str(&spec.BackchannelLogoutURI, "backchannel-logout-uri", "URI", "", "where the client receives logout tokens when a session ends (https, or http on loopback)")
 	cmd.flag(&spec.BackchannelLogoutSessionRequired, "backchannel-logout-session-required", "the client requires sid in logout tokens (always sent)")
+	auth := addClientAuthFlags(cmd)
 	a := addAdminFlags(cmd)
 	return c.execute(ctx, cmd, args, func(ctx context.Context) error {
 		spec.Scopes = splitScopes(scopes)
+		if err := auth.applyToSpec(&spec); err != nil {
+			return err
+		}
 		var err error
 		if spec.IDTokenAlg, err = idTokenAlg(spec.IDTokenAlg); err != nil {
 			return err
@@ -165,7 +169,7 @@ func optionalBool(name, value string) (*bool, error) {
 func (c *cli) clientUpdate(ctx context.Context, args []string) int {
 	cmd := newCommand("client update", "gatehouse client update --id ID [flags]",
 		"Changes the settings given of an existing client, keeps the others, and prints it as\n"+
-			"JSON (never its secret). A list flag given replaces the whole list; given only with an\n"+
+			"JSON (its secret only when a change of --auth-method issued one). A list flag given replaces the whole list; given only with an\n"+
 			"empty value (--post-logout-redirect-uri=) it empties it. Removing a redirect URI\n"+
 			"revokes the unused authorization codes issued for it. A client stays public or\n"+
 			"confidential: delete it and create it again to change that.")
@@ -185,6 +189,7 @@ func (c *cli) clientUpdate(ctx context.Context, args []string) int {
 	cmd.str(&requireDPoP, "require-dpop", "true|false", "", "every token request must carry a DPoP proof")
 	cmd.str(&bclURI, "backchannel-logout-uri", "URI", "", "where the client receives logout tokens (empty: none)")
 	cmd.str(&bclSession, "backchannel-logout-session-required", "true|false", "", "the client requires sid in logout tokens")
+	auth := addClientAuthFlags(cmd)
 	a := addAdminFlags(cmd)
 	return c.execute(ctx, cmd, args, func(ctx context.Context) error {
 		if id == "" {
@@ -234,6 +239,9 @@ func (c *cli) clientUpdate(ctx context.Context, args []string) int {
 				return err
 			}
 			up.IDTokenAlg = &alg
+		}
+		if err := auth.applyToUpdate(&up); err != nil {
+			return err
 		}
 		if up == (provider.ClientUpdate{}) {
 			return usageError("give at least one setting to change")

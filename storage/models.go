@@ -69,6 +69,12 @@ type clientModel struct {
 	IDTokenAlg             string `gorm:"column:id_token_alg"`
 	RequirePAR             bool   `gorm:"column:require_par"`
 	RequireDPoP            bool   `gorm:"column:require_dpop"`
+	// The columns of migration 12 (ClientAuthentication).
+	TokenEndpointAuthMethod string `gorm:"column:token_endpoint_auth_method"`
+	JWKSURI                 string `gorm:"column:jwks_uri"`
+	JWKS                    string `gorm:"column:jwks"`
+	SecretSealed            []byte `gorm:"column:secret_sealed"`
+	RequestObjectSigningAlg string `gorm:"column:request_object_signing_alg"`
 	// BackchannelLogoutURI and BackchannelLogoutSessionRequired: migration 17.
 	BackchannelLogoutURI             string    `gorm:"column:backchannel_logout_uri"`
 	BackchannelLogoutSessionRequired bool      `gorm:"column:backchannel_logout_session_required"`
