@@ -394,7 +394,7 @@ func TestBackchannelLogoutSurvivesRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = next.Close() })
-		for i := 0; i < 500 && len(e.rcv.received()) == 0; i++ {
+		for i := 0; i < 3000 && len(e.rcv.received()) == 0; i++ {
 			time.Sleep(10 * time.Millisecond)
 		}
 		got := e.rcv.received()
