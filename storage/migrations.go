@@ -46,6 +46,9 @@ func migrations() []migration {
 			return execAll(tx, n, schemaV16())
 		}},
 		{version: 17, name: "back-channel logout: session ids, session clients and the logout outbox", up: migrateV17},
+		{version: 18, name: "users carry the OpenID Connect standard profile", up: func(tx *gorm.DB, n schemaNames) error {
+			return execAll(tx, n, schemaV18())
+		}},
 		{version: 19, name: "rotated refresh tokens remember when, for the reuse grace window", up: func(tx *gorm.DB, n schemaNames) error {
 			return execAll(tx, n, schemaV19())
 		}},
