@@ -10,3 +10,7 @@ func (p *Provider) RotateDueKeys(ctx context.Context) error { return p.keys.rota
 
 // ReloadKeys re-reads the key set from the database now, as each reload tick does.
 func (p *Provider) ReloadKeys(ctx context.Context) error { return p.keys.load(ctx) }
+
+// DeliverLogouts runs one step of the back-channel logout worker (deliverLogouts), so tests
+// drive deliveries and retries without waiting for its ticker.
+func (p *Provider) DeliverLogouts(ctx context.Context) (int, error) { return p.deliverLogouts(ctx) }

@@ -65,6 +65,9 @@ type Provider struct {
 	// wrapped by tracedClient with it.
 	tracer trace.TracerProvider
 
+	// logouts delivers back-channel logout tokens (backchannel.go).
+	logouts *logoutSender
+
 	stop context.CancelFunc
 	wg   sync.WaitGroup
 }
@@ -169,6 +172,7 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 		return fail(err)
 	}
 	p.router = traceRequests(o.tracer, p.routes())
+	p.logouts = newLogoutSender(cfg.BackchannelLogout)
 
 	bg, stop := context.WithCancel(context.Background())
 	p.stop = stop
@@ -176,6 +180,10 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	go func() { defer p.wg.Done(); p.keys.run(bg) }()
 	p.wg.Add(1)
 	go func() { defer p.wg.Done(); _ = p.store.ListenClientChanges(bg) }()
+	if cfg.BackchannelLogout.Interval > 0 {
+		p.wg.Add(1)
+		go func() { defer p.wg.Done(); p.runLogoutDelivery(bg) }()
+	}
 	if cfg.JanitorInterval > 0 {
 		p.wg.Add(1)
 		go func() {
@@ -196,7 +204,7 @@ func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Ready reports whether the database answers.
 func (p *Provider) Ready(ctx context.Context) error { return p.store.Ping(ctx) }
 
-// Close stops the background work (janitor, key reload) and closes the database when New
+// Close stops the background work (janitor, key reload, logout delivery) and closes the database when New
 // opened it.
 func (p *Provider) Close() error {
 	p.stop()

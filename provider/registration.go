@@ -89,10 +89,9 @@ type clientMetadata struct {
 	DPoPBoundAccessTokens    bool            `json:"dpop_bound_access_tokens"`
 	ClientID                 string          `json:"client_id"`
 	ClientSecret             string          `json:"client_secret"`
-	// Back-channel logout is not supported yet: a request that asks for it is refused
-	// rather than silently registered without it.
-	BackchannelLogoutURI             json.RawMessage `json:"backchannel_logout_uri"`
-	BackchannelLogoutSessionRequired json.RawMessage `json:"backchannel_logout_session_required"`
+	// OpenID Connect Back-Channel Logout 1.0 §2.2.
+	BackchannelLogoutURI             string `json:"backchannel_logout_uri"`
+	BackchannelLogoutSessionRequired bool   `json:"backchannel_logout_session_required"`
 }
 
 // registrationResponse is the client information response of RFC 7591 §3.2.1 and RFC
@@ -121,6 +120,9 @@ type registrationResponse struct {
 	PostLogoutRedirectURIs   []string        `json:"post_logout_redirect_uris"`
 	RequirePAR               bool            `json:"require_pushed_authorization_requests"`
 	DPoPBoundAccessTokens    bool            `json:"dpop_bound_access_tokens"`
+	// BackchannelLogoutURI and BackchannelLogoutSessionRequired: Back-Channel Logout §2.2.
+	BackchannelLogoutURI             string `json:"backchannel_logout_uri,omitempty"`
+	BackchannelLogoutSessionRequired bool   `json:"backchannel_logout_session_required"`
 }
 
 // checkClientRegistration validates what a client keeps of its registration: its logo,
@@ -184,12 +186,6 @@ func (p *Provider) registrationScopes() []string {
 // registered, client_secret_basic, RS256 and the default scopes. It does not run the
 // checks CreateClient runs (checkClient), which the caller runs on the result.
 func (p *Provider) specFromMetadata(m clientMetadata) (ClientSpec, *registrationError) {
-	if len(m.BackchannelLogoutURI) > 0 && string(m.BackchannelLogoutURI) != "null" {
-		return ClientSpec{}, metadataError("backchannel_logout_uri is not supported")
-	}
-	if len(m.BackchannelLogoutSessionRequired) > 0 && string(m.BackchannelLogoutSessionRequired) != "null" {
-		return ClientSpec{}, metadataError("backchannel_logout_session_required is not supported")
-	}
 	grants := m.GrantTypes
 	if len(grants) == 0 {
 		grants = []string{"authorization_code"}
@@ -276,6 +272,7 @@ func (p *Provider) specFromMetadata(m clientMetadata) (ClientSpec, *registration
 		RequirePAR: m.RequirePAR, RequireDPoP: m.DPoPBoundAccessTokens,
 		AuthMethod: method, JWKSURI: m.JWKSURI, JWKS: jwks, RequestObjectAlg: m.RequestObjectSigningAlg,
 		LogoURI: m.LogoURI, PolicyURI: m.PolicyURI, TOSURI: m.TOSURI,
+		BackchannelLogoutURI: m.BackchannelLogoutURI, BackchannelLogoutSessionRequired: m.BackchannelLogoutSessionRequired,
 	}, nil
 }
 
@@ -444,6 +441,7 @@ func (p *Provider) registrationResponse(c *storage.Client, secret string) regist
 		Scope: strings.Join(c.Scopes, " "), JWKSURI: c.JWKSURI, JWKS: json.RawMessage(c.JWKS),
 		IDTokenSignedResponseAlg: c.IDTokenAlg, RequestObjectSigningAlg: c.RequestObjectSigningAlg,
 		PostLogoutRedirectURIs: nonNil(c.PostLogoutRedirectURIs), RequirePAR: c.RequirePAR, DPoPBoundAccessTokens: c.RequireDPoP,
+		BackchannelLogoutURI: c.BackchannelLogoutURI, BackchannelLogoutSessionRequired: c.BackchannelLogoutSessionRequired,
 	}
 	if secret != "" {
 		var never int64
@@ -528,6 +526,7 @@ func (p *Provider) updateRegistration(w http.ResponseWriter, r *http.Request) {
 		RequirePAR: &spec.RequirePAR, RequireDPoP: &spec.RequireDPoP, AuthMethod: &spec.AuthMethod,
 		JWKSURI: &spec.JWKSURI, JWKS: &spec.JWKS, RequestObjectAlg: &spec.RequestObjectAlg,
 		LogoURI: &spec.LogoURI, PolicyURI: &spec.PolicyURI, TOSURI: &spec.TOSURI,
+		BackchannelLogoutURI: &spec.BackchannelLogoutURI, BackchannelLogoutSessionRequired: &spec.BackchannelLogoutSessionRequired,
 	}
 	// The same checks as UpdateClient's, first, so a refusal is told apart from a failure.
 	check := *c
@@ -565,6 +564,8 @@ func applyClientUpdate(c *storage.Client, up ClientUpdate) {
 	set(&c.IDTokenAlg, up.IDTokenAlg)
 	set(&c.RequirePAR, up.RequirePAR)
 	set(&c.RequireDPoP, up.RequireDPoP)
+	set(&c.BackchannelLogoutURI, up.BackchannelLogoutURI)
+	set(&c.BackchannelLogoutSessionRequired, up.BackchannelLogoutSessionRequired)
 	set(&c.TokenEndpointAuthMethod, up.AuthMethod)
 	set(&c.JWKSURI, up.JWKSURI)
 	set(&c.JWKS, up.JWKS)

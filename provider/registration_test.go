@@ -83,8 +83,10 @@ func webAppMetadata() map[string]any {
 		"grant_types": []string{"authorization_code", "refresh_token"}, "response_types": []string{"code"},
 		"scope": "openid profile email offline_access", "logo_uri": "https://rp.example.com/logo.png",
 		"policy_uri": "https://rp.example.com/privacy", "tos_uri": "https://rp.example.com/tos",
-		"post_logout_redirect_uris": []string{"https://rp.example.com/bye"},
-		"software_id":               "ignored: unknown metadata are ignored",
+		"post_logout_redirect_uris":           []string{"https://rp.example.com/bye"},
+		"backchannel_logout_uri":              "https://rp.example.com/bcl",
+		"backchannel_logout_session_required": true,
+		"software_id":                         "ignored: unknown metadata are ignored",
 	}
 }
 
@@ -121,7 +123,8 @@ func TestDynamicRegistration(t *testing.T) {
 			"client_name": "Dynamic App", "token_endpoint_auth_method": "client_secret_basic",
 			"logo_uri": "https://rp.example.com/logo.png", "tos_uri": "https://rp.example.com/tos",
 			"policy_uri": "https://rp.example.com/privacy", "scope": "openid profile email offline_access",
-			"id_token_signed_response_alg": "RS256",
+			"id_token_signed_response_alg": "RS256", "backchannel_logout_uri": "https://rp.example.com/bcl",
+			"backchannel_logout_session_required": true,
 		} {
 			if r.body[name] != want {
 				t.Errorf("%s: got %v, want %v", name, r.body[name], want)
@@ -299,8 +302,9 @@ func TestDynamicRegistrationRefusesBadMetadata(t *testing.T) {
 		{"overlong client_name", map[string]any{"client_name": strings.Repeat("a", 201)}, metadata},
 		{"unknown scope", map[string]any{"scope": "openid admin"}, metadata},
 		{"manage_permissions scope", map[string]any{"scope": "openid manage_permissions"}, metadata},
-		{"back-channel logout URI", map[string]any{"backchannel_logout_uri": "https://rp.example.com/bcl"}, metadata},
-		{"back-channel logout session", map[string]any{"backchannel_logout_session_required": true}, metadata},
+		{"http back-channel logout URI", map[string]any{"backchannel_logout_uri": "http://rp.example.com/bcl"}, metadata},
+		{"back-channel logout URI with a fragment", map[string]any{"backchannel_logout_uri": "https://rp.example.com/bcl#x"}, metadata},
+		{"back-channel logout session not a boolean", map[string]any{"backchannel_logout_session_required": "yes"}, metadata},
 	}
 	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
 		e := newEnv(t, b, provider.Config{})

@@ -42,7 +42,10 @@ func clientToModel(c *Client) *clientModel {
 		PolicyURI:               c.PolicyURI,
 		TOSURI:                  c.TOSURI,
 		CreatedAt:               utc(c.CreatedAt),
-		UpdatedAt:               utc(c.UpdatedAt),
+		BackchannelLogoutURI:    c.BackchannelLogoutURI,
+
+		BackchannelLogoutSessionRequired: c.BackchannelLogoutSessionRequired,
+		UpdatedAt:                        utc(c.UpdatedAt),
 	}
 }
 
@@ -74,8 +77,10 @@ func (m *clientModel) toClient() *Client {
 			RegistrationTokenHash: m.RegistrationTokenHash,
 			LogoURI:               m.LogoURI, PolicyURI: m.PolicyURI, TOSURI: m.TOSURI,
 		},
-		CreatedAt: timeUTC(m.CreatedAt),
-		UpdatedAt: timeUTC(m.UpdatedAt),
+		BackchannelLogoutURI:             m.BackchannelLogoutURI,
+		BackchannelLogoutSessionRequired: m.BackchannelLogoutSessionRequired,
+		CreatedAt:                        timeUTC(m.CreatedAt),
+		UpdatedAt:                        timeUTC(m.UpdatedAt),
 	}
 }
 
@@ -289,6 +294,7 @@ func (s *Store) UpdateClient(ctx context.Context, c *Client) error {
 			"name", "redirect_uris", "post_logout_redirect_uris", "grant_types", "response_types",
 			"scopes", "audience", "first_party", "resource_server", "id_token_alg", "require_par", "require_dpop", "updated_at",
 			"token_endpoint_auth_method", "jwks_uri", "jwks", "request_object_signing_alg",
+			"backchannel_logout_uri", "backchannel_logout_session_required",
 			"logo_uri", "policy_uri", "tos_uri",
 		).Updates(m).Error
 		if err != nil {

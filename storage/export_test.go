@@ -81,8 +81,9 @@ func (s *Store) ModelTableNames() (map[string]string, error) {
 		"client_assertion_jtis": &clientAssertionJTIModel{}, "one_time_tokens": &oneTimeTokenModel{},
 		"pin_challenges": &pinChallengeModel{}, "permissions": &permissionModel{},
 		"permission_audit": &permissionAuditModel{}, "user_identities": &identityModel{},
-		"device_codes":        &deviceCodeModel{},
-		"pushed_requests":     &pushedRequestModel{},
+		"device_codes":    &deviceCodeModel{},
+		"pushed_requests": &pushedRequestModel{},
+		"session_clients": &sessionClientModel{}, "logout_outbox": &logoutOutboxModel{},
 		"registration_tokens": &registrationTokenModel{},
 	} {
 		stmt := &gorm.Statement{DB: s.db}

@@ -75,6 +75,9 @@ type clientModel struct {
 	JWKS                    string `gorm:"column:jwks"`
 	SecretSealed            []byte `gorm:"column:secret_sealed"`
 	RequestObjectSigningAlg string `gorm:"column:request_object_signing_alg"`
+	// BackchannelLogoutURI and BackchannelLogoutSessionRequired: migration 17.
+	BackchannelLogoutURI             string `gorm:"column:backchannel_logout_uri"`
+	BackchannelLogoutSessionRequired bool   `gorm:"column:backchannel_logout_session_required"`
 	// The columns of migration 21 (ClientRegistration).
 	RegistrationTokenHash string    `gorm:"column:registration_token_hash"`
 	LogoURI               string    `gorm:"column:logo_uri"`
@@ -106,7 +109,9 @@ type userModel struct {
 func (userModel) TableName(n schema.Namer) string { return n.TableName("users") }
 
 type sessionModel struct {
-	IDHash    string `gorm:"primaryKey"`
+	IDHash string `gorm:"primaryKey"`
+	// SID is the session's public id (migration 17).
+	SID       string `gorm:"column:sid"`
 	UserID    string
 	Kind      string
 	Method    string
@@ -160,6 +165,8 @@ type authorizationCodeModel struct {
 	// nil when it has none (migration 11).
 	OIDCKey  *string `gorm:"column:oidc_key"`
 	OIDCForm *string `gorm:"column:oidc_form"`
+	// SID is the browser session the code was issued in, "" for none (migration 17).
+	SID string `gorm:"column:sid"`
 }
 
 func (authorizationCodeModel) TableName(n schema.Namer) string {
@@ -179,6 +186,8 @@ type refreshTokenModel struct {
 	// RotatedAt and GraceUsed: see schemaV19.
 	RotatedAt *time.Time
 	GraceUsed bool
+	// SID is the browser session of the grant, "" for none (migration 17).
+	SID string `gorm:"column:sid"`
 }
 
 func (refreshTokenModel) TableName(n schema.Namer) string { return n.TableName("refresh_tokens") }
