@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/gatehouse-id/gatehouse/events"
 	"github.com/gatehouse-id/gatehouse/publicauth"
 	"github.com/gatehouse-id/gatehouse/storage"
 )
@@ -164,7 +165,9 @@ func (p *Provider) CreateClient(ctx context.Context, spec ClientSpec) (ClientInf
 	}
 	c.CreatedAt = p.now().UTC()
 	c.UpdatedAt = c.CreatedAt
-	if err := p.store.CreateClient(ctx, c); errors.Is(err, storage.ErrConflict) {
+	if err := p.inTxRecording(ctx, &events.ClientChanged{ClientID: c.ID, Action: events.ClientCreated}, func(ctx context.Context) error {
+		return p.store.CreateClient(ctx, c)
+	}); errors.Is(err, storage.ErrConflict) {
 		return ClientInfo{}, fmt.Errorf("%w: %s", ErrClientExists, c.ID)
 	} else if err != nil {
 		return ClientInfo{}, err
@@ -322,7 +325,10 @@ func (p *Provider) UpdateClient(ctx context.Context, id string, up ClientUpdate)
 		if err := checkClient(c); err != nil {
 			return err
 		}
-		return clientNotFound(p.store.UpdateClient(ctx, c))
+		if err := p.store.UpdateClient(ctx, c); err != nil {
+			return clientNotFound(err)
+		}
+		return p.events.Emit(ctx, &events.ClientChanged{ClientID: id, Action: events.ClientUpdated})
 	})
 	if err != nil {
 		return ClientInfo{}, err
@@ -353,8 +359,11 @@ func (p *Provider) RotateClientSecret(ctx context.Context, id string) (string, e
 	if err != nil {
 		return "", err
 	}
-	if err := p.store.SetClientSecretHash(ctx, id, p.hashClientSecret(ctx, secret)); err != nil {
-		return "", clientNotFound(err)
+	hash := p.hashClientSecret(ctx, secret)
+	if err := p.inTxRecording(ctx, &events.ClientChanged{ClientID: id, Action: events.ClientSecretRotated}, func(ctx context.Context) error {
+		return clientNotFound(p.store.SetClientSecretHash(ctx, id, hash))
+	}); err != nil {
+		return "", err
 	}
 	return secret, nil
 }
@@ -375,7 +384,9 @@ func (p *Provider) ListClients(ctx context.Context) ([]ClientInfo, error) {
 // DeleteClient removes a client with its codes, tokens and consents; ErrClientNotFound
 // (matching ErrNotFound) when there is none.
 func (p *Provider) DeleteClient(ctx context.Context, id string) error {
-	return clientNotFound(p.store.DeleteClient(ctx, id))
+	return p.inTxRecording(ctx, &events.ClientChanged{ClientID: id, Action: events.ClientDeleted}, func(ctx context.Context) error {
+		return clientNotFound(p.store.DeleteClient(ctx, id))
+	})
 }
 
 // UserSpec describes a user to create (CreateUser).
