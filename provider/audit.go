@@ -16,6 +16,7 @@ import (
 
 	"github.com/gatehouse-id/gatehouse/events"
 	"github.com/gatehouse-id/gatehouse/internal/httpjson"
+	"github.com/gatehouse-id/gatehouse/internal/sameorigin"
 	"github.com/gatehouse-id/gatehouse/permissions"
 	"github.com/gatehouse-id/gatehouse/publicauth"
 	"github.com/gatehouse-id/gatehouse/storage"
@@ -37,11 +38,13 @@ func (p *Provider) inTxRecording(ctx context.Context, e events.Event, change fun
 //	GET /api/admin/events      admin session (admin-session, or an admin's public-session)
 //	GET /api/public/me/events  public-session: the signed-in user's own events
 //
-// Both are reads, so the same-origin rule of cookie changes does not apply; a browser
-// keeps their answers from another origin (no CORS headers are sent).
+// They stand behind the same-origin guard of every cookie route (package
+// internal/sameorigin), which admits reads from anywhere: no CORS header is sent, so a
+// browser keeps the answer from a page of another origin.
 func (p *Provider) auditRoutes(r *mux.Router) {
-	r.HandleFunc("/api/admin/events", p.listSecurityEvents).Methods(http.MethodGet)
-	r.HandleFunc("/api/public/me/events", p.listOwnSecurityEvents).Methods(http.MethodGet)
+	guard, _ := sameorigin.New(p.cfg.Issuer) // withDefaults checked the issuer
+	r.Handle("/api/admin/events", guard.Wrap(http.HandlerFunc(p.listSecurityEvents))).Methods(http.MethodGet)
+	r.Handle("/api/public/me/events", guard.Wrap(http.HandlerFunc(p.listOwnSecurityEvents))).Methods(http.MethodGet)
 }
 
 // Paging of the audit listings: the conventions of GET /api/admin/audit.
