@@ -49,11 +49,19 @@ type (
 	ConsentWithdrawn = events.ConsentWithdrawn
 	// PermissionChanged: a permission record was created or changed.
 	PermissionChanged = events.PermissionChanged
+	// IdentityLinked: an upstream identity was linked to an existing account.
+	IdentityLinked = events.IdentityLinked
+	// ClientChanged: an operator created, changed, rekeyed or deleted a client.
+	ClientChanged = events.ClientChanged
+	// KeyAdded: a signing key was added, by hand or on schedule.
+	KeyAdded = events.KeyAdded
 )
 
 // WithEvents makes the provider call sink with every event it emits: logins, registrations,
-// verifications, password changes, tokens issued and revoked, families of tokens revoked,
-// consents and permission changes (see Event). sink runs once the change has committed,
+// verifications, password changes, linked identities, tokens issued and revoked, families
+// of tokens revoked, consents, permission changes, client changes and signing keys added
+// (see Event). The audit trail records them whether or not there is a sink (README
+// "Audit trail"). sink runs once the change has committed,
 // never while a database transaction is open, and never for a change that rolled back. It
 // runs synchronously on the goroutine of the request that made the change, with that
 // request's context, so it should return quickly; a panic in it is recovered and logged,
