@@ -9,10 +9,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gatehouse-id/gatehouse/provider"
 	"github.com/gatehouse-id/gatehouse/publicauth"
 	"github.com/gatehouse-id/gatehouse/publicauth/smtptest"
+	"github.com/gatehouse-id/gatehouse/storage"
 	"github.com/gatehouse-id/gatehouse/storage/storagetest"
 )
 
@@ -191,6 +193,19 @@ func TestAuditTrailOverHTTP(t *testing.T) {
 		}
 		step("a change that failed leaves nothing")
 
+		if _, err := e.p.RotateKeys(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range step("an operator rotates the signing keys",
+			"key.added - - - - go", "key.added - - - - go", "key.added - - - - go") {
+			var d struct {
+				KID, Alg string
+			}
+			if err := json.Unmarshal(ev.Details, &d); err != nil || d.KID == "" || d.Alg == "" {
+				t.Errorf("key.added details: %s, want the kid and alg", ev.Details)
+			}
+		}
+
 		// The reset ended alice's sessions: she logs in again.
 		alice := e.publicSession(t, e.alice.Email)
 		bob := e.publicSession(t, e.bob.Email)
@@ -307,5 +322,49 @@ func TestAuditTrailOverHTTP(t *testing.T) {
 				}
 			}
 		})
+
+		t.Run("retention", func(t *testing.T) {
+			// The provider hands Config.SecurityEventRetention (365 days by default) to
+			// the janitor's sweep: a year and a day later every event is gone, and not
+			// before. Last: the sweep ends the sessions too.
+			for _, tt := range []struct {
+				after time.Duration
+				left  bool
+			}{{364 * 24 * time.Hour, true}, {366 * 24 * time.Hour, false}} {
+				if _, err := e.store.DeleteExpired(ctx, time.Now().Add(tt.after), 0); err != nil {
+					t.Fatal(err)
+				}
+				rs, err := e.store.ListSecurityEvents(ctx, storage.SecurityEventFilter{}, storage.SecurityEventCursor{}, 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if (len(rs) > 0) != tt.left {
+					t.Errorf("after %v: got %d events, want some: %t", tt.after, len(rs), tt.left)
+				}
+			}
+		})
+	})
+}
+
+// TestAuditTrailTruncatesAddresses: with Config.TruncateEventIPs a login's row keeps the
+// client's /24 only; without it, the whole address.
+func TestAuditTrailTruncatesAddresses(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
+		for _, tt := range []struct {
+			truncate bool
+			want     string
+		}{{false, "127.0.0.1"}, {true, "127.0.0.0"}} {
+			e := newPermEnv(t, b, provider.Config{TruncateEventIPs: tt.truncate})
+			e.publicSession(t, e.alice.Email)
+			rs, err := e.store.ListSecurityEvents(context.Background(),
+				storage.SecurityEventFilter{Type: "login.succeeded", UserID: e.alice.ID}, storage.SecurityEventCursor{}, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rs) != 1 || rs[0].IP.String() != tt.want {
+				t.Errorf("truncate=%t: got %+v, want one login from %s", tt.truncate, rs, tt.want)
+			}
+		}
 	})
 }
