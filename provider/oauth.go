@@ -155,6 +155,14 @@ func newOAuth2Provider(cfg Config, store fositeStore, access *accessTokenVerifie
 	fc.RevocationHandlers = fosite.RevocationHandlers{revocation}
 	fc.PushedAuthorizeEndpointHandlers = fosite.PushedAuthorizeEndpointHandlers{newPushedAuthorizeHandler(fc, access.store, now)}
 	oauth := fosite.NewOAuth2Provider(store, fc)
-	fc.ClientAuthenticationStrategy = singleClientAuthentication(oauth.DefaultClientAuthenticationStrategy)
+	// Every endpoint that authenticates clients (token, introspection, revocation, PAR,
+	// device authorization) goes through fosite's AuthenticateClient, so this one strategy
+	// decides them all.
+	keySets := newClientKeySets(now)
+	fc.JWKSFetcherStrategy = keySets
+	fc.ClientAuthenticationStrategy = singleClientAuthentication((&clientAuthenticator{
+		clients: store, hasher: fc.ClientSecretsHasher, secrets: newClientSecretSealer(cfg.Secret),
+		keySets: keySets, issuer: cfg.Issuer, now: now,
+	}).authenticate)
 	return oauth, idSigner
 }

@@ -105,9 +105,13 @@ func (c *cli) clientCreate(ctx context.Context, args []string) int {
 	cmd.str(&spec.IDTokenAlg, "id-token-alg", "RS256|ES256|EdDSA", "", "ID token signing algorithm (default RS256)")
 	cmd.flag(&spec.RequirePAR, "require-par", "the client must push its authorization requests to /api/oauth/par (RFC 9126)")
 	cmd.flag(&spec.RequireDPoP, "require-dpop", "every token request must carry a DPoP proof (RFC 9449), binding each token to the client's key")
+	auth := addClientAuthFlags(cmd)
 	a := addAdminFlags(cmd)
 	return c.execute(ctx, cmd, args, func(ctx context.Context) error {
 		spec.Scopes = splitScopes(scopes)
+		if err := auth.applyToSpec(&spec); err != nil {
+			return err
+		}
 		var err error
 		if spec.IDTokenAlg, err = idTokenAlg(spec.IDTokenAlg); err != nil {
 			return err
@@ -163,7 +167,7 @@ func optionalBool(name, value string) (*bool, error) {
 func (c *cli) clientUpdate(ctx context.Context, args []string) int {
 	cmd := newCommand("client update", "gatehouse client update --id ID [flags]",
 		"Changes the settings given of an existing client, keeps the others, and prints it as\n"+
-			"JSON (never its secret). A list flag given replaces the whole list; given only with an\n"+
+			"JSON (its secret only when a change of --auth-method issued one). A list flag given replaces the whole list; given only with an\n"+
 			"empty value (--post-logout-redirect-uri=) it empties it. Removing a redirect URI\n"+
 			"revokes the unused authorization codes issued for it. A client stays public or\n"+
 			"confidential: delete it and create it again to change that.")
@@ -181,6 +185,7 @@ func (c *cli) clientUpdate(ctx context.Context, args []string) int {
 	cmd.str(&alg, "id-token-alg", "RS256|ES256|EdDSA", "", "ID token signing algorithm")
 	cmd.str(&requirePAR, "require-par", "true|false", "", "must push its authorization requests to /api/oauth/par (RFC 9126)")
 	cmd.str(&requireDPoP, "require-dpop", "true|false", "", "every token request must carry a DPoP proof")
+	auth := addClientAuthFlags(cmd)
 	a := addAdminFlags(cmd)
 	return c.execute(ctx, cmd, args, func(ctx context.Context) error {
 		if id == "" {
@@ -224,6 +229,9 @@ func (c *cli) clientUpdate(ctx context.Context, args []string) int {
 				return err
 			}
 			up.IDTokenAlg = &alg
+		}
+		if err := auth.applyToUpdate(&up); err != nil {
+			return err
 		}
 		if up == (provider.ClientUpdate{}) {
 			return usageError("give at least one setting to change")
