@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/google/uuid"
@@ -25,6 +26,11 @@ type Identity struct {
 	EmailVerified bool
 	// Name is the display name the provider reported; it may be empty.
 	Name string
+	// Profile is what the provider reported of the standard profile (given and family
+	// name, nickname, picture, locale, …). It fills the empty fields of the account's
+	// profile when the identity is first linked or creates the account, never overwriting
+	// what the user set; a value that fails the profile's rules is dropped.
+	Profile Profile
 }
 
 // IdentityStore persists the links between provider identities and users.
@@ -189,6 +195,11 @@ func (ids *Identities) link(ctx context.Context, userID string, id Identity) (Id
 		if u, err = ids.store.LinkIdentity(ctx, userID, id); err != nil {
 			return err
 		}
+		if filled := fillProfile(u.Profile, id.Profile, ids.s.now()); !reflect.DeepEqual(filled, u.Profile) {
+			if u, err = ids.s.store.ChangeUser(ctx, userID, UserChange{Profile: &filled}); err != nil {
+				return err
+			}
+		}
 		return ids.s.events.Emit(ctx, &events.IdentityLinked{UserID: userID, Provider: id.Provider})
 	})
 	if err != nil {
@@ -220,6 +231,7 @@ func (ids *Identities) newSocialUser(id Identity) (*User, error) {
 		Role:            RoleUser,
 		Status:          StatusActive,
 		SocialProviders: []string{id.Provider},
+		Profile:         fillProfile(Profile{}, id.Profile, now),
 		CreatedAt:       now,
 		UpdatedAt:       now,
 	}, nil
