@@ -35,6 +35,7 @@ func (p *Provider) routes() http.Handler {
 	r.HandleFunc("/api/oauth/register/{client_id}", p.failedRequestsLimited(p.deleteRegistration)).Methods(http.MethodDelete)
 	r.Handle("/api/admin/registration-tokens", p.adminRegistrationTokens()).Methods(post)
 
+	p.auditRoutes(r)
 	p.ui.Routes(r)
 	p.auth.Routes(r)
 	p.social.Routes(r)

@@ -80,7 +80,7 @@ func (s *Store) ModelTableNames() (map[string]string, error) {
 		"consents": &consentModel{}, "signing_keys": &signingKeyModel{},
 		"client_assertion_jtis": &clientAssertionJTIModel{}, "one_time_tokens": &oneTimeTokenModel{},
 		"pin_challenges": &pinChallengeModel{}, "permissions": &permissionModel{},
-		"permission_audit": &permissionAuditModel{}, "user_identities": &identityModel{},
+		"security_events": &securityEventModel{}, "user_identities": &identityModel{},
 		"device_codes":    &deviceCodeModel{},
 		"pushed_requests": &pushedRequestModel{},
 		"session_clients": &sessionClientModel{}, "logout_outbox": &logoutOutboxModel{},
