@@ -47,10 +47,10 @@ const defaultJanitorBatch = 1000
 // access-token revocation rules, pushed authorization requests, device codes, given-up
 // logout messages, client-assertion JWT ids, initial access tokens), every used one-time
 // token and PIN challenge, and the security events older than their retention
-// (SetSecurityEventRetention), and returns how many it deleted. It deletes at most batch rows per statement (1000 for batch
-// ≤ 0), each statement on its own, so no lock is held for long. An expired login session
-// ends as DeleteSession ends one: its back-channel logout messages are queued in the
-// transaction that deletes its batch. Rows without expiry are kept. On error it returns
+// (SetSecurityEventRetention), and returns how many it deleted. It deletes at most batch
+// rows per statement (1000 for batch ≤ 0), each statement on its own, so no lock is held
+// for long. An expired login session ends as DeleteSession ends one: its back-channel
+// logout messages are queued in the transaction that deletes its batch. Rows without expiry are kept. On error it returns
 // the count deleted so far with the error.
 func (s *Store) DeleteExpired(ctx context.Context, now time.Time, batch int) (int64, error) {
 	if batch <= 0 {
