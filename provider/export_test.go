@@ -1,0 +1,29 @@
+package provider
+
+import (
+	"github.com/ory/fosite/token/jwt"
+)
+
+// Internals reached by the external tests (package provider_test).
+
+// NormalizeUserCode is normalizeUserCode, for FuzzNormalizeUserCode.
+var NormalizeUserCode = normalizeUserCode
+
+// DisplayUserCode is displayUserCode.
+var DisplayUserCode = displayUserCode
+
+// VerifyIDTokenHint is p's check of an id_token_hint.
+func (p *Provider) VerifyIDTokenHint(hint string) (map[string]any, error) {
+	return p.verifyIDTokenHint(hint)
+}
+
+// SignWithActiveKey signs claims (and extra header fields) with p's active RS256 key, as
+// its ID tokens are signed.
+func (p *Provider) SignWithActiveKey(claims map[string]any, header map[string]any) (string, error) {
+	k, err := p.keys.activeKey("RS256")
+	if err != nil {
+		return "", err
+	}
+	raw, _, err := signJWT(k, jwt.MapClaims(claims), header)
+	return raw, err
+}
