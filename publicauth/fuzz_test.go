@@ -195,7 +195,8 @@ func FuzzParseTrustedProxies(f *testing.F) {
 // FuzzSessionCookie feeds arbitrary Cookie headers and session tokens to the signed
 // session cookies. Properties: any token encodes into a value that verifies back to that
 // token under its own cookie's name and never under the other session kind's; a header the
-// codec did not sign never yields a token.
+// codec did not sign never yields a token (a quoted value, as in the seed corpus, verifies
+// like the bare one).
 func FuzzSessionCookie(f *testing.F) {
 	secret := []byte("fuzz session cookie secret, 32 bytes+")
 	public, err := newCookieCodec(secret, SessionPublic, time.Hour, "/")
@@ -223,10 +224,13 @@ func FuzzSessionCookie(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, header, token string) {
 		r := &http.Request{Header: http.Header{"Cookie": {header}}}
-		for _, c := range []cookieCodec{public, admin} {
-			if got, ok := c.token(r); ok && !strings.Contains(header, got) && !strings.Contains(header, signed) {
-				t.Fatalf("%s: header %q not signed here verified as %q", c.name, header, got)
-			}
+		// The only value ever signed outside this function is the seeds' public cookie of
+		// "seed-session-token" (signed again, at another second, by each run).
+		if got, ok := public.token(r); ok && got != "seed-session-token" {
+			t.Fatalf("header %q, never signed, verified as %q", header, got)
+		}
+		if got, ok := admin.token(r); ok {
+			t.Fatalf("header %q verified as an admin session %q", header, got)
 		}
 		if token == "" {
 			return
