@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -320,6 +322,105 @@ func FuzzNormalizeUserCode(f *testing.F) {
 			if got := provider.NormalizeUserCode(variant); got != code {
 				t.Fatalf("NormalizeUserCode(%q) = %q, want %q", variant, got, code)
 			}
+		}
+	})
+}
+
+// hostedRoutes are the hosted pages and the bearer-protected endpoint a browser or client
+// reaches, by the fuzz input's route number.
+var hostedRoutes = []struct{ method, path string }{
+	{http.MethodGet, "/login"},
+	{http.MethodPost, "/login"},
+	{http.MethodPost, "/pin"},
+	{http.MethodPost, "/magic-link"},
+	{http.MethodGet, "/api/public/magic-login"},
+	{http.MethodPost, "/api/public/magic-login"},
+	{http.MethodGet, "/api/public/verify-email"},
+	{http.MethodPost, "/api/public/verify-email"},
+	{http.MethodGet, "/reset-password"},
+	{http.MethodPost, "/reset-password"},
+	{http.MethodPost, "/forgot-password"},
+	{http.MethodGet, "/device"},
+	{http.MethodPost, "/device"},
+	{http.MethodGet, "/device/confirm"},
+	{http.MethodGet, "/consent"},
+	{http.MethodPost, "/consent"},
+	{http.MethodPost, "/logout"},
+	{http.MethodGet, "/api/oauth/userinfo"},
+	{http.MethodGet, "/api/oauth/logout"},
+}
+
+var csrfField = regexp.MustCompile(`name="csrf_token" value="([^"]+)"`)
+
+// FuzzHostedPages feeds arbitrary queries, forms and Authorization and DPoP headers to the
+// hosted pages (login, PIN, the mailed links' pages, the device user-code form, consent,
+// logout) and userinfo, with the browser's real CSRF cookie ("$CSRF" in a form becomes its
+// field). Properties: no 5xx; a redirect that leaves the provider goes only to rp's
+// registered redirect URI; a JSON answer is an OAuth error or, from userinfo, claims
+// (which need a valid token the fuzzer cannot make).
+func FuzzHostedPages(f *testing.F) {
+	fe := newFuzzEnv(f)
+	fe.user(f, "fuzz@example.com", "Fuzz")
+	page := fe.serve(httptest.NewRequest(http.MethodGet, fe.issuer+"/login", nil))
+	m := csrfField.FindStringSubmatch(page.Body.String())
+	cookies := page.Result().Cookies()
+	if m == nil || len(cookies) == 0 {
+		f.Fatalf("GET /login: %d, no CSRF cookie or field", page.Code)
+	}
+	csrf := html.UnescapeString(m[1])
+	for i, seed := range []string{
+		"", "csrf_token=$CSRF&email=fuzz%40example.com&password=" + url.QueryEscape(testPassword),
+		"csrf_token=$CSRF&challenge=abc&pin=123456", "csrf_token=$CSRF&email=fuzz%40example.com",
+		"token=abc", "csrf_token=$CSRF&token=abc", "token=" + strings.Repeat("x", 300), "csrf_token=$CSRF&token=abc&password=x",
+		"token=abc", "csrf_token=$CSRF&token=abc&password=a+new+long+password", "csrf_token=$CSRF&email=x",
+		"user_code=BCDF-GHJK", "csrf_token=$CSRF&user_code=bcdf+ghjk", "user_code=%00",
+		"request=abc", "csrf_token=$CSRF&request=abc&decision=allow", "csrf_token=$CSRF",
+		"", "id_token_hint=a.b.c&post_logout_redirect_uri=https%3A%2F%2Fevil.example.net",
+	} {
+		f.Add(uint8(i), seed, "")
+	}
+	f.Add(uint8(17), "", "Bearer abc")
+	f.Add(uint8(17), "", "DPoP eyJhbGciOiJFUzI1NiJ9.e30.x")
+	f.Add(uint8(17), "access_token=abc", "Basic Zm9vOmJhcg==")
+	f.Add(uint8(0), "request=%zz&request=x", "")
+	f.Fuzz(func(t *testing.T, routeNo uint8, input, authorization string) {
+		route := hostedRoutes[int(routeNo)%len(hostedRoutes)]
+		input = strings.ReplaceAll(input, "$CSRF", url.QueryEscape(csrf))
+		var req *http.Request
+		if route.method == http.MethodGet {
+			req = httptest.NewRequest(http.MethodGet, fe.issuer+route.path, nil)
+			req.URL.RawQuery = input
+		} else {
+			req = httptest.NewRequest(route.method, fe.issuer+route.path, strings.NewReader(input))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
+		for _, c := range cookies {
+			req.AddCookie(c)
+		}
+		if authorization != "" {
+			req.Header["Authorization"] = []string{authorization}
+			req.Header["Dpop"] = []string{authorization}
+		}
+		rec := fe.serve(req)
+		what := fmt.Sprintf("%s %s %q (Authorization %q)", route.method, route.path, input, authorization)
+		if rec.Code >= 500 {
+			t.Fatalf("%s: %d %s", what, rec.Code, rec.Body)
+		}
+		if strings.Contains(rec.Header().Get("Content-Type"), "json") && rec.Code >= 400 {
+			wantOAuthErrorShape(t, what, rec)
+		}
+		if rec.Code < 300 || rec.Code > 399 {
+			return
+		}
+		loc, err := url.Parse(rec.Header().Get("Location"))
+		if err != nil {
+			t.Fatalf("%s: Location %q: %v", what, rec.Header().Get("Location"), err)
+		}
+		if !loc.IsAbs() || "http://"+loc.Host == fe.issuer {
+			return
+		}
+		if loc.Scheme != "https" || loc.Host != "rp.example.com" || loc.Path != "/callback" || loc.User != nil {
+			t.Fatalf("%s: redirected to %q, which is not the registered %s", what, loc, rpRedirectURI)
 		}
 	})
 }

@@ -147,7 +147,7 @@ func newEnvAt(t testing.TB, store *storage.Store, mount string, config func(issu
 }
 
 // user creates a verified user whose password is testPassword.
-func (e *env) user(t *testing.T, email, name string) provider.UserInfo {
+func (e *env) user(t testing.TB, email, name string) provider.UserInfo {
 	t.Helper()
 	u, err := e.p.CreateUser(context.Background(), provider.UserSpec{
 		Email: email, Password: testPassword, Name: name, Verified: true,
