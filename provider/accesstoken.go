@@ -94,7 +94,11 @@ func (s *tokenStrategy) GenerateAccessToken(ctx context.Context, r fosite.Reques
 	if err != nil {
 		return "", "", err
 	}
-	return signJWT(k, claims, map[string]any{"typ": "at+jwt"})
+	token, signature, err := signJWT(k, claims, map[string]any{"typ": "at+jwt"})
+	if err == nil {
+		noteIssuedAccessToken(ctx, token) // for an EdDSA ID token's at_hash
+	}
+	return token, signature, err
 }
 
 // narrowGrantedAudience makes the audience a token request asked for (the token endpoint

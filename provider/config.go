@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -68,6 +69,13 @@ type Config struct {
 	IDTokenLifespan time.Duration
 	// RefreshTokenLifespan: default DefaultRefreshTokenLifespan (30 days).
 	RefreshTokenLifespan time.Duration
+	// RefreshReuseGrace lets a rotated refresh token be used once more for this long after
+	// its rotation, so a client whose answer was lost on the way (a mobile network dropping
+	// the response) can retry instead of having its whole grant revoked as reuse. Its first
+	// successor is then deactivated; a second use, or one after the window, revokes the
+	// grant as before. Default 0: off, every reuse revokes the grant (RFC 9700 §4.14.2);
+	// 30 seconds is a common setting.
+	RefreshReuseGrace time.Duration
 	// PublicSessionLifespan is how long a `public-session` lasts: default
 	// publicauth.DefaultSessionLifespan (7 days), whose rules it follows.
 	PublicSessionLifespan time.Duration
@@ -84,7 +92,9 @@ type Config struct {
 	Device DeviceConfig
 
 	// AccessTokenAlg is the JWS algorithm of access tokens: AlgES256 (default: an ECDSA
-	// P-256 signature costs a fraction of an RSA one) or AlgRS256.
+	// P-256 signature costs a fraction of an RSA one), AlgRS256 or AlgEdDSA (Ed25519, RFC
+	// 8037: the fastest to sign and verify; check that your resource servers' JWT library
+	// accepts OKP keys before choosing it).
 	AccessTokenAlg string
 	// AllowConfidentialWithoutPKCE relaxes the PKCE requirement for confidential clients.
 	// Default false: every authorization request must carry an S256 code_challenge.
@@ -106,6 +116,17 @@ type Config struct {
 	// starts signing one and a half intervals after the rotation, once every replica
 	// publishes it.
 	KeyReloadInterval time.Duration
+	// KeyRotationInterval is how old a signing key grows before the provider replaces it
+	// with a new one of the same algorithm: default DefaultKeyRotationInterval (30 days); a
+	// negative value turns scheduled rotation off (`keys rotate` and RotateKeys still
+	// rotate by hand). The new key is published at once and signs one and a half
+	// KeyReloadIntervals later, when every replica publishes it; the old key stays in the
+	// JWKS until everything it signed has expired: two KeyReloadIntervals plus the longer
+	// of AccessTokenLifespan and IDTokenLifespan plus five minutes after the rotation.
+	// Replicas sharing the database check every KeyReloadInterval and at start; the
+	// database lets exactly one of them rotate each key. When positive it must exceed the
+	// activation delay, so that every key signs before it is replaced.
+	KeyRotationInterval time.Duration
 	// TemplateDir, when set, holds *.html files that replace the embedded hosted pages of
 	// the same name: layout.html, login.html, register.html, consent.html, pin.html,
 	// forgot_password.html, reset_password.html, confirm_password.html, magic_login.html, notice.html,
@@ -210,6 +231,7 @@ const (
 	DefaultJanitorInterval       = 10 * time.Minute
 	DefaultClientCacheRefresh    = storage.DefaultClientCacheRefresh
 	DefaultKeyReloadInterval     = time.Minute
+	DefaultKeyRotationInterval   = 30 * 24 * time.Hour
 )
 
 // withDefaults returns cfg with every zero field set to its documented default, or an error
@@ -234,6 +256,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	def(&cfg.LoginRequestLifespan, DefaultLoginRequestLifespan)
 	def(&cfg.JanitorInterval, DefaultJanitorInterval)
 	def(&cfg.KeyReloadInterval, DefaultKeyReloadInterval)
+	def(&cfg.KeyRotationInterval, DefaultKeyRotationInterval)
 	if cfg.AccessTokenAlg == "" {
 		cfg.AccessTokenAlg = DefaultAccessTokenAlg
 	}
@@ -247,13 +270,17 @@ func (cfg Config) withDefaults() (Config, error) {
 	if len(cfg.Secret) < 32 {
 		errs = append(errs, errors.New("secret must be at least 32 bytes"))
 	}
-	if cfg.AccessTokenAlg != AlgRS256 && cfg.AccessTokenAlg != AlgES256 {
-		errs = append(errs, fmt.Errorf("access token algorithm %q is not RS256 or ES256", cfg.AccessTokenAlg))
+	if !slices.Contains(supportedAlgs, cfg.AccessTokenAlg) {
+		errs = append(errs, fmt.Errorf("access token algorithm %q is not RS256, ES256 or EdDSA", cfg.AccessTokenAlg))
+	}
+	if cfg.KeyRotationInterval > 0 && cfg.KeyRotationInterval <= keyActivation(cfg) {
+		errs = append(errs, fmt.Errorf("key rotation interval %v must exceed the key activation delay %v (one and a half key reload intervals)",
+			cfg.KeyRotationInterval, keyActivation(cfg)))
 	}
 	for name, d := range map[string]time.Duration{
 		"authorize code lifespan": cfg.AuthorizeCodeLifespan, "access token lifespan": cfg.AccessTokenLifespan,
 		"id token lifespan": cfg.IDTokenLifespan, "refresh token lifespan": cfg.RefreshTokenLifespan,
-		"login request lifespan": cfg.LoginRequestLifespan, "key reload interval": cfg.KeyReloadInterval,
+		"login request lifespan": cfg.LoginRequestLifespan, "refresh reuse grace": cfg.RefreshReuseGrace, "key reload interval": cfg.KeyReloadInterval,
 	} {
 		if d < 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive", name))
@@ -290,8 +317,10 @@ func (cfg Config) withDefaults() (Config, error) {
 	return cfg, nil
 }
 
-// JWS algorithms the provider signs with.
+// JWS algorithms the provider signs with (RFC 7518 §3.1, RFC 8037 §3.1).
 const (
 	AlgRS256 = "RS256"
 	AlgES256 = "ES256"
+	// AlgEdDSA is EdDSA with Ed25519 keys, published as OKP keys (crv Ed25519).
+	AlgEdDSA = "EdDSA"
 )

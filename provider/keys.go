@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto"
 	"crypto/ecdsa"
+	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rsa"
 	"crypto/x509"
@@ -29,6 +30,10 @@ type keyStore interface {
 	SigningKeys(ctx context.Context) ([]*storage.SigningKey, error)
 	// AddSigningKey retires the active keys of k.Algorithm and inserts k, atomically.
 	AddSigningKey(ctx context.Context, k *storage.SigningKey) error
+	// RotateSigningKey is AddSigningKey only when the active key of k.Algorithm was created
+	// at or before due, and reports whether it added k: of replicas racing to rotate, the
+	// database lets exactly one do it.
+	RotateSigningKey(ctx context.Context, k *storage.SigningKey, due time.Time) (bool, error)
 }
 
 // signingKey is a decrypted key of the set.
@@ -56,6 +61,9 @@ type keySet struct {
 	retention   time.Duration
 	reloadEvery time.Duration
 	activation  time.Duration
+	// rotateEvery is Config.KeyRotationInterval: a key that old is replaced (rotateDue);
+	// 0 or negative never rotates on schedule.
+	rotateEvery time.Duration
 	log         *slog.Logger
 
 	mu         sync.RWMutex
@@ -70,7 +78,9 @@ type keySet struct {
 // unknownKIDReloadEvery bounds the reloads that tokens with an unknown kid can cause.
 const unknownKIDReloadEvery = 5 * time.Second
 
-var supportedAlgs = []string{AlgRS256, AlgES256}
+// supportedAlgs are the algorithms the set keeps a key for: every one a client or the
+// access tokens may be configured to use, so that choosing one needs no new key.
+var supportedAlgs = []string{AlgRS256, AlgES256, AlgEdDSA}
 
 // ensure loads the key set and creates an active key for every algorithm that has none
 // (the first start of a deployment).
@@ -108,6 +118,16 @@ func (ks *keySet) rotate(ctx context.Context) error {
 }
 
 func (ks *keySet) add(ctx context.Context, alg string) error {
+	k, err := ks.newKey(alg)
+	if err != nil {
+		return err
+	}
+	return ks.store.AddSigningKey(ctx, k)
+}
+
+// newKey generates a key for alg, sealed under the system secret, created now. Its kid is
+// its RFC 7638 thumbprint.
+func (ks *keySet) newKey(alg string) (*storage.SigningKey, error) {
 	var priv crypto.Signer
 	var err error
 	switch alg {
@@ -115,29 +135,29 @@ func (ks *keySet) add(ctx context.Context, alg string) error {
 		priv, err = rsa.GenerateKey(ks.random, 2048)
 	case AlgES256:
 		priv, err = ecdsa.GenerateKey(elliptic.P256(), ks.random)
+	case AlgEdDSA:
+		_, priv, err = ed25519.GenerateKey(ks.random)
 	default:
 		err = fmt.Errorf("unsupported algorithm %q", alg)
 	}
 	if err != nil {
-		return fmt.Errorf("generate %s key: %w", alg, err)
+		return nil, fmt.Errorf("generate %s key: %w", alg, err)
 	}
 	pub := jose.JSONWebKey{Key: priv.Public(), Algorithm: alg, Use: "sig"}
 	thumb, err := pub.Thumbprint(crypto.SHA256)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	kid := base64.RawURLEncoding.EncodeToString(thumb)
 	der, err := x509.MarshalPKCS8PrivateKey(priv)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	sealed, err := ks.sealer.seal(ks.random, der, kid)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return ks.store.AddSigningKey(ctx, &storage.SigningKey{
-		KID: kid, Algorithm: alg, Sealed: sealed, CreatedAt: ks.now().UTC(),
-	})
+	return &storage.SigningKey{KID: kid, Algorithm: alg, Sealed: sealed, CreatedAt: ks.now().UTC()}, nil
 }
 
 // load re-reads the stored keys and rebuilds the published set and the JWKS document.
@@ -216,7 +236,7 @@ func (ks *keySet) decrypt(row *storage.SigningKey) (*signingKey, error) {
 	return &k2, nil
 }
 
-// run reloads the set until ctx ends.
+// run reloads the set, and rotates the keys that are due, every reloadEvery until ctx ends.
 func (ks *keySet) run(ctx context.Context) {
 	t := time.NewTicker(ks.reloadEvery)
 	defer t.Stop()
@@ -227,6 +247,10 @@ func (ks *keySet) run(ctx context.Context) {
 		case <-t.C:
 			if err := ks.load(ctx); err != nil && ctx.Err() == nil {
 				ks.log.Error("reloading signing keys failed", "error", err)
+				continue
+			}
+			if err := ks.rotateDue(ctx); err != nil && ctx.Err() == nil {
+				ks.log.Error("rotating signing keys failed", "error", err)
 			}
 		}
 	}

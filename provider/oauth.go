@@ -16,9 +16,9 @@ import (
 )
 
 // idTokenStrategy signs each client's ID tokens with the algorithm it registered (RS256
-// unless `client create --id-token-alg ES256`).
+// unless `client create --id-token-alg ES256|EdDSA`).
 type idTokenStrategy struct {
-	rs256, es256 *openid.DefaultStrategy
+	byAlg map[string]*openid.DefaultStrategy // one per supported algorithm
 }
 
 // GenerateIDToken signs the ID token of r, with the claims WithClaims gave the request
@@ -46,10 +46,14 @@ func (s *idTokenStrategy) GenerateIDToken(ctx context.Context, lifespan time.Dur
 			defer func() { c.Extra = stored }()
 		}
 	}
-	if c, ok := r.GetClient().(*storage.Client); ok && c.IDTokenAlg == AlgES256 {
-		return s.es256.GenerateIDToken(ctx, lifespan, r)
+	alg := AlgRS256
+	if c, ok := r.GetClient().(*storage.Client); ok && s.byAlg[c.IDTokenAlg] != nil {
+		alg = c.IDTokenAlg
 	}
-	return s.rs256.GenerateIDToken(ctx, lifespan, r)
+	if sess, ok := r.GetSession().(openid.Session); ok && alg == AlgEdDSA && sess.IDTokenClaims() != nil {
+		fixEdDSAAccessTokenHash(ctx, sess.IDTokenClaims())
+	}
+	return s.byAlg[alg].GenerateIDToken(ctx, lifespan, r)
 }
 
 // fositeStore is everything fosite's handlers need from storage.
@@ -102,10 +106,12 @@ func newOAuth2Provider(cfg Config, store fositeStore, access *accessTokenVerifie
 	}
 	// Verification looks keys up by kid, so either algorithm's signer verifies any token.
 	idSigner := &jwtSigner{keys: keys, alg: AlgRS256}
-	idTokens := &openid.IDTokenHandleHelper{IDTokenStrategy: &idTokenStrategy{
-		rs256: &openid.DefaultStrategy{Signer: idSigner, Config: fc},
-		es256: &openid.DefaultStrategy{Signer: &jwtSigner{keys: keys, alg: AlgES256}, Config: fc},
-	}}
+	idStrategies := map[string]*openid.DefaultStrategy{}
+	for _, alg := range supportedAlgs {
+		idStrategies[alg] = &openid.DefaultStrategy{Signer: &jwtSigner{keys: keys, alg: alg}, Config: fc}
+	}
+	idStrategies[AlgRS256].Signer = idSigner
+	idTokens := &openid.IDTokenHandleHelper{IDTokenStrategy: &idTokenStrategy{byAlg: idStrategies}}
 
 	code := &oauth2.AuthorizeExplicitGrantHandler{
 		AccessTokenStrategy:    tokens,
@@ -149,6 +155,14 @@ func newOAuth2Provider(cfg Config, store fositeStore, access *accessTokenVerifie
 	fc.RevocationHandlers = fosite.RevocationHandlers{revocation}
 	fc.PushedAuthorizeEndpointHandlers = fosite.PushedAuthorizeEndpointHandlers{newPushedAuthorizeHandler(fc, access.store, now)}
 	oauth := fosite.NewOAuth2Provider(store, fc)
-	fc.ClientAuthenticationStrategy = singleClientAuthentication(oauth.DefaultClientAuthenticationStrategy)
+	// Every endpoint that authenticates clients (token, introspection, revocation, PAR,
+	// device authorization) goes through fosite's AuthenticateClient, so this one strategy
+	// decides them all.
+	keySets := newClientKeySets(now)
+	fc.JWKSFetcherStrategy = keySets
+	fc.ClientAuthenticationStrategy = singleClientAuthentication((&clientAuthenticator{
+		clients: store, hasher: fc.ClientSecretsHasher, secrets: newClientSecretSealer(cfg.Secret),
+		keySets: keySets, issuer: cfg.Issuer, now: now,
+	}).authenticate)
 	return oauth, idSigner
 }

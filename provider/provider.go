@@ -122,17 +122,24 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 		store: p.store, sealer: seal, random: o.random, now: o.now, log: o.logger,
 		// Every replica publishes a rotated key before any signs with it: one reload
 		// interval, plus slack for a reload that runs late.
-		activation: cfg.KeyReloadInterval + cfg.KeyReloadInterval/2,
+		activation: keyActivation(cfg),
 		// A retired key keeps signing until its successor activates and stays published
 		// while any token it signed can still be valid.
-		retention:   cfg.KeyReloadInterval*2 + max(cfg.AccessTokenLifespan, cfg.IDTokenLifespan) + 5*time.Minute,
+		retention:   keyRetention(cfg),
 		reloadEvery: cfg.KeyReloadInterval,
+		rotateEvery: cfg.KeyRotationInterval,
 	}
 	if err := p.keys.ensure(ctx); err != nil {
 		return fail(fmt.Errorf("provider: signing keys: %w", err))
 	}
+	// A deployment that was down when its keys fell due rotates at start; the reload
+	// ticker checks again every interval.
+	if err := p.keys.rotateDue(ctx); err != nil {
+		o.logger.Error("rotating signing keys failed", "error", err)
+	}
 	// Revocation rules must outlive the longest access token issued before them.
 	p.store.CoverAccessTokenLifespan(cfg.AccessTokenLifespan)
+	p.store.SetRefreshReuseGrace(cfg.RefreshReuseGrace)
 	p.verifier = &accessTokenVerifier{keys: p.keys, store: p.store, issuer: cfg.Issuer, now: o.now}
 	if p.dpop, err = newDPoPVerifier(cfg, p.store, o.now); err != nil {
 		return fail(err)

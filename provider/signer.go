@@ -85,8 +85,9 @@ func (s *jwtSigner) GetSignature(_ context.Context, token string) (string, error
 	return parts[2], nil
 }
 
-// GetSigningMethodLength is the SHA-256 size: RS256 and ES256 both hash with SHA-256, which
-// is what at_hash needs.
+// GetSigningMethodLength is the SHA-256 size: RS256 and ES256 both hash with SHA-256.
+// fosite computes at_hash with SHA-256 for EdDSA too; idTokenStrategy redoes it with
+// SHA-512 (fixEdDSAAccessTokenHash).
 func (s *jwtSigner) GetSigningMethodLength(context.Context) int { return sha256.Size }
 
 // parse verifies token with the published key its kid names. A token whose alg differs from
@@ -101,6 +102,8 @@ func (ks *keySet) parse(token string) (*jwt.Token, error) {
 		if string(t.Method) != k.alg {
 			return nil, fmt.Errorf("token alg %q does not match key alg %q", t.Method, k.alg)
 		}
-		return k.public.Key, nil
+		// The JSONWebKey, not its bare key: fosite hands go-jose a pointer to what it gets,
+		// and go-jose verifies with an ed25519.PublicKey but not with a pointer to one.
+		return &k.public, nil
 	})
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/events"
 	"github.com/gatehouse-id/gatehouse/internal/httpjson"
 	"github.com/gatehouse-id/gatehouse/publicauth"
+	"github.com/gatehouse-id/gatehouse/storage"
 )
 
 // token is the token endpoint (RFC 6749 §3.2): authorization_code (with PKCE),
@@ -22,11 +23,15 @@ import (
 // client's key (tokenDPoP).
 func (p *Provider) token(w http.ResponseWriter, r *http.Request) {
 	ctx, _ := p.watchGrant(r.Context())
+	ctx = withIssuedAccessToken(ctx)
 	session := newSession()
 	var resourceErr error
 	// fosite parses the body the same way next and reads the audience from r.PostForm.
 	if err := r.ParseMultipartForm(1 << 20); err == nil || errors.Is(err, http.ErrNotMultipart) {
 		resourceErr = mergeResources(r.PostForm)
+	}
+	if r.PostForm.Get("grant_type") == "refresh_token" {
+		ctx = storage.WithReuseGrace(ctx) // Config.RefreshReuseGrace applies here only
 	}
 	ar, err := p.oauth.NewAccessRequest(ctx, r, session)
 	if err == nil {

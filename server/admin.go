@@ -34,7 +34,9 @@ func (c *cli) withProvider(ctx context.Context, a *adminFlags, f func(*provider.
 	if err != nil {
 		return err
 	}
-	p, err := provider.New(provider.Config{DSN: a.dsn, Secret: secret, JanitorInterval: -1}, provider.WithLogger(logger))
+	// Servers rotate keys on schedule; an admin command rotates only when asked (keys rotate).
+	p, err := provider.New(provider.Config{DSN: a.dsn, Secret: secret, JanitorInterval: -1, KeyRotationInterval: -1},
+		provider.WithLogger(logger))
 	if err != nil {
 		return err
 	}
@@ -100,12 +102,16 @@ func (c *cli) clientCreate(ctx context.Context, args []string) int {
 	cmd.flag(&spec.Public, "public", "public client (no secret; PKCE only), e.g. a single-page or mobile app")
 	cmd.flag(&spec.FirstParty, "first-party", "first-party client: users are not asked for consent")
 	cmd.flag(&spec.ResourceServer, "resource-server", "resource server: may introspect tokens whose audience contains its client id")
-	cmd.str(&spec.IDTokenAlg, "id-token-alg", "RS256|ES256", "", "ID token signing algorithm (default RS256)")
+	cmd.str(&spec.IDTokenAlg, "id-token-alg", "RS256|ES256|EdDSA", "", "ID token signing algorithm (default RS256)")
 	cmd.flag(&spec.RequirePAR, "require-par", "the client must push its authorization requests to /api/oauth/par (RFC 9126)")
 	cmd.flag(&spec.RequireDPoP, "require-dpop", "every token request must carry a DPoP proof (RFC 9449), binding each token to the client's key")
+	auth := addClientAuthFlags(cmd)
 	a := addAdminFlags(cmd)
 	return c.execute(ctx, cmd, args, func(ctx context.Context) error {
 		spec.Scopes = splitScopes(scopes)
+		if err := auth.applyToSpec(&spec); err != nil {
+			return err
+		}
 		var err error
 		if spec.IDTokenAlg, err = idTokenAlg(spec.IDTokenAlg); err != nil {
 			return err
@@ -133,13 +139,17 @@ func splitScopes(values []string) []string {
 }
 
 // idTokenAlg checks the value of --id-token-alg, in any case (as --access-token-alg: es256
-// is ES256); empty stays empty.
+// is ES256, eddsa is EdDSA); empty stays empty.
 func idTokenAlg(v string) (string, error) {
-	v = strings.ToUpper(v)
-	if v != "" && v != provider.AlgRS256 && v != provider.AlgES256 {
-		return "", usageError("--id-token-alg must be RS256 or ES256")
+	if v == "" {
+		return "", nil
 	}
-	return v, nil
+	for _, alg := range []string{provider.AlgRS256, provider.AlgES256, provider.AlgEdDSA} {
+		if strings.EqualFold(v, alg) {
+			return alg, nil
+		}
+	}
+	return "", usageError("--id-token-alg must be RS256, ES256 or EdDSA")
 }
 
 // optionalBool parses the value of a true|false flag: nil when it was not given.
@@ -157,7 +167,7 @@ func optionalBool(name, value string) (*bool, error) {
 func (c *cli) clientUpdate(ctx context.Context, args []string) int {
 	cmd := newCommand("client update", "gatehouse client update --id ID [flags]",
 		"Changes the settings given of an existing client, keeps the others, and prints it as\n"+
-			"JSON (never its secret). A list flag given replaces the whole list; given only with an\n"+
+			"JSON (its secret only when a change of --auth-method issued one). A list flag given replaces the whole list; given only with an\n"+
 			"empty value (--post-logout-redirect-uri=) it empties it. Removing a redirect URI\n"+
 			"revokes the unused authorization codes issued for it. A client stays public or\n"+
 			"confidential: delete it and create it again to change that.")
@@ -172,9 +182,10 @@ func (c *cli) clientUpdate(ctx context.Context, args []string) int {
 	cmd.listVar(&audience, "audience", "URI", "audience the client may ask tokens for, replacing the list")
 	cmd.str(&firstParty, "first-party", "true|false", "", "skip the consent page")
 	cmd.str(&resourceServer, "resource-server", "true|false", "", "may introspect tokens whose audience contains its client id")
-	cmd.str(&alg, "id-token-alg", "RS256|ES256", "", "ID token signing algorithm")
+	cmd.str(&alg, "id-token-alg", "RS256|ES256|EdDSA", "", "ID token signing algorithm")
 	cmd.str(&requirePAR, "require-par", "true|false", "", "must push its authorization requests to /api/oauth/par (RFC 9126)")
 	cmd.str(&requireDPoP, "require-dpop", "true|false", "", "every token request must carry a DPoP proof")
+	auth := addClientAuthFlags(cmd)
 	a := addAdminFlags(cmd)
 	return c.execute(ctx, cmd, args, func(ctx context.Context) error {
 		if id == "" {
@@ -218,6 +229,9 @@ func (c *cli) clientUpdate(ctx context.Context, args []string) int {
 				return err
 			}
 			up.IDTokenAlg = &alg
+		}
+		if err := auth.applyToUpdate(&up); err != nil {
+			return err
 		}
 		if up == (provider.ClientUpdate{}) {
 			return usageError("give at least one setting to change")
@@ -360,7 +374,8 @@ func (c *cli) userDelete(ctx context.Context, args []string) int {
 
 func (c *cli) keysRotate(ctx context.Context, args []string) int {
 	cmd := newCommand("keys rotate", "gatehouse keys rotate [flags]",
-		"Adds a new RS256 and ES256 signing key and prints the published key set as JSON.\n"+
+		"Adds a new RS256, ES256 and EdDSA signing key and prints the published key set as\n"+
+			"JSON. Servers also rotate on their own schedule (--key-rotation-interval).\n"+
 			"Running servers publish the new keys within their key reload interval and sign\n"+
 			"with them from one and a half intervals after the rotation, when every replica\n"+
 			"publishes them. Tokens signed with the previous keys stay valid while those keys\n"+

@@ -134,11 +134,17 @@ func testAdminCommands(t *testing.T, dsn string, env map[string]string) {
 	if !slices.Equal(changed.RedirectURIs, conf.RedirectURIs) || !changed.ResourceServer || !slices.Equal(changed.GrantTypes, conf.GrantTypes) {
 		t.Errorf("client update: got %+v, want the settings not given kept", changed)
 	}
+	// --id-token-alg takes EdDSA in any case.
+	decodeJSON(t, mustRun(t, env, "client", "update", "--id", "my-app", "--id-token-alg", "eddsa"), &changed)
+	if changed.IDTokenAlg != "EdDSA" {
+		t.Errorf("client update --id-token-alg eddsa: got %q, want EdDSA", changed.IDTokenAlg)
+	}
 	for _, tc := range []struct {
 		args    []string
 		code    int
 		mention string
 	}{
+		{[]string{"client", "update", "--id", "my-app", "--id-token-alg", "HS256"}, 2, "--id-token-alg"},
 		{[]string{"client", "update", "--id", "my-app", "--redirect-uri", "/relative"}, 1, "/relative"},
 		{[]string{"client", "update", "--id", "nope", "--name", "x"}, 1, "nope"},
 		{[]string{"client", "update", "--id", "my-app"}, 2, "at least one setting"},
@@ -263,7 +269,7 @@ func testAdminCommands(t *testing.T, dsn string, env map[string]string) {
 			active[k["alg"].(string)]++
 		}
 	}
-	if active["RS256"] != 1 || active["ES256"] != 1 || len(keys) < 4 {
+	if active["RS256"] != 1 || active["ES256"] != 1 || active["EdDSA"] != 1 || len(keys) < 6 {
 		t.Errorf("keys rotate: got %v, want one active key of each algorithm beside the retired ones", keys)
 	}
 }

@@ -87,9 +87,10 @@ func serveCommand() (c *command, resolve func() (Config, error)) {
 	c.durationVar(&pc.AdminSessionLifespan, "admin-session-ttl", "GATEHOUSE_ADMIN_SESSION_TTL", publicauth.DefaultAdminSessionLifespan, "admin-session cookie lifetime")
 	c.durationVar(&pc.Device.CodeLifespan, "device-code-ttl", "GATEHOUSE_DEVICE_CODE_TTL", provider.DefaultDeviceCodeLifespan, "time a device code and its user code work (device authorization grant)")
 	c.durationVar(&pc.Device.PollInterval, "device-poll-interval", "GATEHOUSE_DEVICE_POLL_INTERVAL", provider.DefaultDevicePollInterval, "least time a device waits between polls of the token endpoint, whole seconds")
+	c.durationVar(&pc.RefreshReuseGrace, "refresh-reuse-grace", "GATEHOUSE_REFRESH_REUSE_GRACE", 0, "time a rotated refresh token may be used once more, for a client whose answer was lost; 0 turns it off")
 	c.durationVar(&pc.LoginRequestLifespan, "login-request-ttl", "GATEHOUSE_LOGIN_REQUEST_TTL", provider.DefaultLoginRequestLifespan, "time a user has to log in and consent during an authorization request")
 	c.oneOfVar(&pc.AccessTokenAlg, "access-token-alg", "GATEHOUSE_ACCESS_TOKEN_ALG", provider.DefaultAccessTokenAlg,
-		[]string{provider.AlgRS256, provider.AlgES256}, "access token signing algorithm: RS256 or ES256")
+		[]string{provider.AlgRS256, provider.AlgES256, provider.AlgEdDSA}, "access token signing algorithm: RS256, ES256 or EdDSA")
 	c.boolVar(&pc.AllowConfidentialWithoutPKCE, "allow-confidential-without-pkce", "GATEHOUSE_ALLOW_CONFIDENTIAL_WITHOUT_PKCE", false,
 		"let confidential clients omit PKCE (public clients always need it)")
 	c.boolVar(&pc.DPoP.RequireNonce, "dpop-require-nonce", "GATEHOUSE_DPOP_REQUIRE_NONCE", false,
@@ -99,6 +100,8 @@ func serveCommand() (c *command, resolve func() (Config, error)) {
 		"how often expired rows are deleted; negative turns it off")
 	c.durationVar(&pc.KeyReloadInterval, "key-reload-interval", "GATEHOUSE_KEY_RELOAD_INTERVAL", provider.DefaultKeyReloadInterval,
 		"how often signing keys are re-read, to pick up a rotation done elsewhere")
+	c.durationVar(&pc.KeyRotationInterval, "key-rotation-interval", "GATEHOUSE_KEY_ROTATION_INTERVAL", provider.DefaultKeyRotationInterval,
+		"age at which a signing key is replaced by a new one (exactly one replica rotates); negative turns scheduled rotation off")
 	c.stringVar(&pc.TemplateDir, "template-dir", "DIR", "GATEHOUSE_TEMPLATE_DIR", "",
 		"directory of *.html files replacing the hosted pages of the same name")
 	addRegistrationFlag(c, &pc.Registration)

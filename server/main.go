@@ -52,7 +52,7 @@ func subcommands() []subcommand {
 		{"user create", "create a user; print it as JSON", (*cli).userCreate},
 		{"user update", "change a user (the PIN gate, disabled); print it as JSON", (*cli).userUpdate},
 		{"user delete", "delete a user with everything of theirs", (*cli).userDelete},
-		{"keys rotate", "add a new RS256 and ES256 signing key; print the key set as JSON", (*cli).keysRotate},
+		{"keys rotate", "add a new RS256, ES256 and EdDSA signing key; print the key set as JSON", (*cli).keysRotate},
 	}
 }
 

@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"gorm.io/gorm"
 )
@@ -58,4 +59,47 @@ func (s *Store) AddSigningKey(ctx context.Context, k *SigningKey) error {
 		}
 		return nil
 	})
+}
+
+// RotateSigningKey is AddSigningKey for a scheduled rotation that several replicas may
+// attempt at once: it makes k the active key of k.Algorithm only if that algorithm's active
+// key was created at or before due, and reports whether it did. The database decides the
+// race: the update that retires the active key is conditional (retired_at IS NULL AND
+// created_at <= due), so of concurrent callers exactly one retires it and inserts its key;
+// the others find no row to retire, insert nothing and get false. They get false as well
+// when the algorithm has no active key (AddSigningKey creates the first one) or when its
+// active key is newer than due. A zero k.CreatedAt is set to now. A k.KID that exists
+// rolls the whole rotation back and returns ErrConflict.
+func (s *Store) RotateSigningKey(ctx context.Context, k *SigningKey, due time.Time) (bool, error) {
+	if k.CreatedAt.IsZero() {
+		k.CreatedAt = s.nowUTC()
+	}
+	createdAt := utc(k.CreatedAt)
+	rotated := false
+	err := s.inTx(ctx, func(tx *gorm.DB) error {
+		// On Postgres a concurrent rotation holds the row until it commits; this update then
+		// re-reads it, finds it retired and changes nothing. SQLite runs one writer at a time.
+		res := tx.Model(&signingKeyModel{}).
+			Where("algorithm = ? AND retired_at IS NULL AND created_at <= ?", k.Algorithm, utc(due)).
+			Update("retired_at", createdAt)
+		if res.Error != nil {
+			return fmt.Errorf("storage: retire signing keys: %w", res.Error)
+		}
+		if res.RowsAffected == 0 {
+			return nil
+		}
+		m := signingKeyModel{KID: k.KID, Algorithm: k.Algorithm, Sealed: k.Sealed, CreatedAt: createdAt}
+		if err := tx.Create(&m).Error; err != nil {
+			if isDuplicate(err) {
+				return ErrConflict
+			}
+			return fmt.Errorf("storage: add signing key: %w", err)
+		}
+		rotated = true
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	return rotated, nil
 }

@@ -66,11 +66,17 @@ type clientModel struct {
 	Public                 bool
 	FirstParty             bool
 	ResourceServer         bool
-	IDTokenAlg             string    `gorm:"column:id_token_alg"`
-	RequirePAR             bool      `gorm:"column:require_par"`
-	RequireDPoP            bool      `gorm:"column:require_dpop"`
-	CreatedAt              time.Time `gorm:"autoCreateTime:false"`
-	UpdatedAt              time.Time `gorm:"autoUpdateTime:false"`
+	IDTokenAlg             string `gorm:"column:id_token_alg"`
+	RequirePAR             bool   `gorm:"column:require_par"`
+	RequireDPoP            bool   `gorm:"column:require_dpop"`
+	// The columns of migration 12 (ClientAuthentication).
+	TokenEndpointAuthMethod string    `gorm:"column:token_endpoint_auth_method"`
+	JWKSURI                 string    `gorm:"column:jwks_uri"`
+	JWKS                    string    `gorm:"column:jwks"`
+	SecretSealed            []byte    `gorm:"column:secret_sealed"`
+	RequestObjectSigningAlg string    `gorm:"column:request_object_signing_alg"`
+	CreatedAt               time.Time `gorm:"autoCreateTime:false"`
+	UpdatedAt               time.Time `gorm:"autoUpdateTime:false"`
 }
 
 func (clientModel) TableName(n schema.Namer) string { return n.TableName("clients") }
@@ -163,6 +169,9 @@ type refreshTokenModel struct {
 	Request         requestColumns `gorm:"embedded"`
 	AccessSignature string
 	Active          bool
+	// RotatedAt and GraceUsed: see schemaV19.
+	RotatedAt *time.Time
+	GraceUsed bool
 }
 
 func (refreshTokenModel) TableName(n schema.Namer) string { return n.TableName("refresh_tokens") }

@@ -32,6 +32,8 @@ type Store struct {
 	clients *clientCache
 	// accessLifespan bounds the revocation rules' lifetime (CoverAccessTokenLifespan).
 	accessLifespan atomic.Int64
+	// refreshGrace is the refresh-token reuse grace window (SetRefreshReuseGrace).
+	refreshGrace atomic.Int64
 }
 
 type dialect int

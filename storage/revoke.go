@@ -82,11 +82,13 @@ func (s *Store) RevokeUserGrants(ctx context.Context, userID string) error {
 }
 
 // deactivateRefreshTokens deactivates the active refresh tokens whose rows match the
-// condition where (with its args), on tx.
+// condition where (with its args), on tx, and takes the reuse grace of the rotated ones.
 func deactivateRefreshTokens(tx *gorm.DB, where string, args ...any) error {
+	// Rotated tokens lose their reuse grace too (rotated_at NULL): a revoked grant must not
+	// come back through a token spent just before.
 	err := tx.Model(&refreshTokenModel{}).
-		Where(where, args...).Where("active = ?", true).
-		Update("active", false).Error
+		Where(where, args...).Where("active = ? OR rotated_at IS NOT NULL", true).
+		Updates(map[string]any{"active": false, "rotated_at": nil}).Error
 	if err != nil {
 		return fmt.Errorf("storage: revoke refresh tokens: %w", err)
 	}
