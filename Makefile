@@ -4,7 +4,7 @@ GO ?= go
 
 .DEFAULT_GOAL := build
 
-.PHONY: build test interop lint bench bench-go tidy fuzz
+.PHONY: build test interop lint bench bench-go tidy fuzz fuzz-check
 
 build:
 	$(GO) build ./...
@@ -68,7 +68,18 @@ FUZZ_TARGETS := \
 	./provider:FuzzNormalizeUserCode \
 	./provider:FuzzHostedPages
 
-fuzz:
+# fuzz-check fails when FUZZ_TARGETS and the func FuzzX of the _test.go files differ, so a
+# new target is not left out of make fuzz; make fuzz runs it unless FUZZ_TARGETS is given.
+fuzz-check:
+	@found=$$(grep -rHoE '^func Fuzz[A-Za-z0-9_]+' --include='*_test.go' . | \
+		sed -E 's#^(.*)/[^/]*_test\.go:func (Fuzz.*)#\1:\2#' | sort); \
+	listed=$$(printf '%s\n' $(FUZZ_TARGETS) | sort); \
+	if [ "$$found" != "$$listed" ]; then \
+		echo "FUZZ_TARGETS in the Makefile must list every fuzz target:"; \
+		echo "found:"; echo "$$found"; echo "listed:"; echo "$$listed"; exit 1; \
+	fi
+
+fuzz: $(if $(filter file,$(origin FUZZ_TARGETS)),fuzz-check)
 	@bin=$$(mktemp -d); trap 'rm -rf "$$bin"' EXIT; cache=$$($(GO) env GOCACHE)/fuzz; \
 	for target in $(FUZZ_TARGETS); do \
 		pkg=$${target%%:*}; name=$${target##*:}; test=$$bin/$$(echo "$$pkg" | tr -c 'a-z\n' _).test; \
