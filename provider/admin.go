@@ -483,13 +483,15 @@ type UserInfo struct {
 	RequirePIN    bool      `json:"requirePin"`
 	LoginMethods  []string  `json:"loginMethods"`
 	CreatedAt     time.Time `json:"createdAt"`
+	// Profile is the user's standard profile, under the OpenID Connect claim names.
+	Profile Profile `json:"profile"`
 }
 
 func userInfo(u *publicauth.User) UserInfo {
 	return UserInfo{
 		ID: u.ID, Email: u.Email, Name: u.Name, Role: u.Role, Status: u.Status,
 		EmailVerified: u.EmailVerified, RequirePIN: u.RequirePIN, LoginMethods: u.LoginMethods(),
-		CreatedAt: u.CreatedAt.UTC(),
+		CreatedAt: u.CreatedAt.UTC(), Profile: u.Profile,
 	}
 }
 
@@ -564,6 +566,10 @@ type UserUpdate struct {
 	// access tokens, refresh tokens and consents are revoked in one transaction with the
 	// change. False enables it again, and revokes nothing.
 	Disabled *bool
+	// Profile changes the user's name and standard profile (phone_number_verified
+	// included); its zero value changes nothing. A refused value is an error naming the
+	// field.
+	Profile ProfileChange
 }
 
 // UpdateUser applies up to the user that user names by id or email address, in one
@@ -582,7 +588,18 @@ func (p *Provider) UpdateUser(ctx context.Context, user string, up UserUpdate) (
 		}
 		change.Status = &status
 	}
-	if u, err = p.auth.ChangeAccount(ctx, u.ID, change); err != nil {
+	err = p.store.InTx(ctx, func(ctx context.Context) error {
+		if !up.Profile.IsZero() {
+			if u, err = p.auth.ChangeProfile(ctx, u.ID, up.Profile, true); err != nil {
+				return err
+			}
+		}
+		if change != (publicauth.AccountChange{}) {
+			u, err = p.auth.ChangeAccount(ctx, u.ID, change)
+		}
+		return err
+	})
+	if err != nil {
 		return UserInfo{}, userNotFound(err)
 	}
 	return userInfo(u), nil

@@ -129,6 +129,9 @@ func (p *Provider) newAuthorizeRequest(ctx context.Context, r *http.Request) (fo
 	if resourceErr != nil {
 		return ar, resourceErr
 	}
+	if err := checkClaimsParameter(ar); err != nil {
+		return ar, err
+	}
 	return ar, p.checkPKCE(ar)
 }
 
@@ -216,6 +219,16 @@ func (p *Provider) decide(w http.ResponseWriter, r *http.Request, ar fosite.Auth
 			if sub != user.ID {
 				needLogin = true
 			}
+		}
+	}
+	if user != nil {
+		switch wanted := requestedSubject(form); {
+		case wanted == "" || wanted == user.ID:
+		case fresh:
+			p.authorizeError(w, r, ar, fosite.ErrAccessDenied.WithHint("The user who signed in is not the subject the claims parameter asks for."))
+			return
+		default:
+			needLogin = true
 		}
 	}
 	if needLogin {
@@ -327,7 +340,7 @@ func (p *Provider) newAuthorizeResponse(ctx context.Context, ar fosite.Authorize
 }
 
 // userSession builds the fosite session of a user grant: the ID token claims the granted
-// scopes allow (Account.Claims with `profile`), auth_time from the real login, and the
+// scopes and the `claims` parameter allow (idTokenClaims), auth_time from the real login, and the
 // request time for max_age/prompt.
 func (p *Provider) userSession(ctx context.Context, user *publicauth.User, ar fosite.AuthorizeRequester, authTime, requestedAt time.Time, method string) *Session {
 	s := newSession()
@@ -340,15 +353,7 @@ func (p *Provider) userSession(ctx context.Context, user *publicauth.User, ar fo
 	c.AuthTime = secondUTC(authTime)
 	c.RequestedAt = secondUTC(requestedAt)
 	c.Extra = map[string]any{"azp": ar.GetClient().GetID()}
-	scopes := ar.GetGrantedScopes()
-	if scopes.Has("email") {
-		c.Extra["email"] = user.Email
-		c.Extra["email_verified"] = user.EmailVerified
-	}
-	if scopes.Has("profile") {
-		c.Extra["name"] = user.Name
-	}
-	p.accountClaims(ctx, c.Extra, user, scopes)
+	p.idTokenClaims(ctx, s, user, ar)
 	if amr := amrFor(method); amr != "" {
 		c.AuthenticationMethodsReferences = []string{amr}
 	}

@@ -58,7 +58,7 @@ type discoveryDocument struct {
 }
 
 // scopesSupported are the scopes Gatehouse understands.
-var scopesSupported = []string{"openid", "profile", "email", "offline_access", "manage_permissions"}
+var scopesSupported = []string{"openid", "profile", "email", "phone", "address", "offline_access", "manage_permissions"}
 
 func (p *Provider) discoveryDocument() discoveryDocument {
 	iss := p.cfg.Issuer
@@ -90,15 +90,15 @@ func (p *Provider) discoveryDocument() discoveryDocument {
 		RequestParameterSupported:                          true,
 		CodeChallengeMethodsSupported:                      []string{"S256"},
 		DPoPSigningAlgValuesSupported:                      p.dpop.Algorithms(),
-		ClaimsSupported: []string{"sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "azp",
-			"acr", "amr", "email", "email_verified", "name", "updated_at"},
-		PromptValuesSupported:                      []string{"none", "login", "consent", "select_account"},
-		DisplayValuesSupported:                     []string{"page", "popup", "touch", "wap"},
-		ACRValuesSupported:                         []string{acrSingleFactor},
-		UILocalesSupported:                         []string{"en"},
-		ClaimsLocalesSupported:                     []string{"en"},
-		AuthorizationResponseIssParameterSupported: true,
-		AccountFeatures:                            p.accountFeatures(),
+		ClaimsSupported:                                    claimsSupported(),
+		PromptValuesSupported:                              []string{"none", "login", "consent", "select_account"},
+		DisplayValuesSupported:                             []string{"page", "popup", "touch", "wap"},
+		ACRValuesSupported:                                 []string{acrSingleFactor},
+		UILocalesSupported:                                 []string{"en"},
+		ClaimsLocalesSupported:                             []string{"en"},
+		AuthorizationResponseIssParameterSupported:         true,
+		ClaimsParameterSupported:                           true,
+		AccountFeatures:                                    p.accountFeatures(),
 	}
 }
 

@@ -170,6 +170,9 @@ func (p *Provider) newPushedAuthorizeRequest(ctx context.Context, r *http.Reques
 	if resourceErr != nil {
 		return ar, resourceErr
 	}
+	if err := checkClaimsParameter(ar); err != nil {
+		return ar, err
+	}
 	return ar, p.checkPKCE(ar)
 }
 

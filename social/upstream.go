@@ -241,7 +241,19 @@ func (u *upstream) identity(ctx context.Context, code string, st *loginState) (p
 	}
 	return publicauth.Identity{
 		Provider: u.provider, Subject: gu.UserID, Email: gu.Email, EmailVerified: verified, Name: gu.Name,
+		Profile: upstreamProfile(gu),
 	}, nil
+}
+
+// upstreamProfile is the standard profile a provider reported through goth: first and last
+// name, nickname, avatar (as picture) and, from the raw profile or claims, locale. publicauth
+// keeps what passes its rules, and only in fields the account leaves empty.
+func upstreamProfile(gu goth.User) publicauth.Profile {
+	locale, _ := gu.RawData["locale"].(string)
+	return publicauth.Profile{
+		GivenName: gu.FirstName, FamilyName: gu.LastName, Nickname: gu.NickName,
+		Picture: gu.AvatarURL, Locale: locale,
+	}
 }
 
 func (u *upstream) facebookUser(ctx context.Context, code string, st *loginState) (goth.User, error) {

@@ -45,6 +45,9 @@ func migrations() []migration {
 		{version: 16, name: "device authorization grant codes", up: func(tx *gorm.DB, n schemaNames) error {
 			return execAll(tx, n, schemaV16())
 		}},
+		{version: 18, name: "users carry the OpenID Connect standard profile", up: func(tx *gorm.DB, n schemaNames) error {
+			return execAll(tx, n, schemaV18())
+		}},
 		{version: 19, name: "rotated refresh tokens remember when, for the reuse grace window", up: func(tx *gorm.DB, n schemaNames) error {
 			return execAll(tx, n, schemaV19())
 		}},

@@ -92,8 +92,10 @@ type userModel struct {
 	Status          string
 	RequirePIN      bool       `gorm:"column:require_pin"`
 	SocialProviders stringList `gorm:"column:social_providers"`
-	CreatedAt       time.Time  `gorm:"autoCreateTime:false"`
-	UpdatedAt       time.Time  `gorm:"autoUpdateTime:false"`
+	// Profile is the standard profile as JSON (schemaV18).
+	Profile   profileColumn `gorm:"column:profile"`
+	CreatedAt time.Time     `gorm:"autoCreateTime:false"`
+	UpdatedAt time.Time     `gorm:"autoUpdateTime:false"`
 }
 
 func (userModel) TableName(n schema.Namer) string { return n.TableName("users") }
