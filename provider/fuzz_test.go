@@ -348,6 +348,8 @@ var hostedRoutes = []struct{ method, path string }{
 	{http.MethodPost, "/logout"},
 	{http.MethodGet, "/api/oauth/userinfo"},
 	{http.MethodGet, "/api/oauth/logout"},
+	{http.MethodGet, "/account"},
+	{http.MethodPost, "/account"},
 }
 
 var csrfField = regexp.MustCompile(`name="csrf_token" value="([^"]+)"`)
@@ -383,6 +385,7 @@ func FuzzHostedPages(f *testing.F) {
 	f.Add(uint8(17), "", "DPoP eyJhbGciOiJFUzI1NiJ9.e30.x")
 	f.Add(uint8(17), "access_token=abc", "Basic Zm9vOmJhcg==")
 	f.Add(uint8(0), "request=%zz&request=x", "")
+	f.Add(uint8(20), "csrf_token=$CSRF&name=New+Name&birthdate=2000-13-01&website=ftp%3A%2F%2Fx", "")
 	f.Fuzz(func(t *testing.T, routeNo uint8, input, authorization string) {
 		route := hostedRoutes[int(routeNo)%len(hostedRoutes)]
 		input = strings.ReplaceAll(input, "$CSRF", url.QueryEscape(csrf))

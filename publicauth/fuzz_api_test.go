@@ -57,13 +57,15 @@ var apiRoutes = []struct{ method, path string }{
 	{http.MethodPatch, "/api/admin/users/$USER"},
 	{http.MethodGet, "/api/public/session"},
 	{http.MethodGet, "/api/sso/validate"},
+	{http.MethodPatch, "/api/public/me"},
+	{http.MethodGet, "/api/public/me"},
 }
 
 var linkToken = regexp.MustCompile(`token=([A-Za-z0-9_%-]+)`)
 
 // FuzzPublicAPI feeds arbitrary JSON bodies to every route of the public and admin JSON
-// API, through the real handlers on a real SQLite file, with or without an admin's
-// session cookie. In a body "$CHALLENGE" and "$PIN" become a fresh PIN challenge of the
+// API, through the real handlers on a real SQLite file, with or without the admin's
+// admin-session and public-session cookies. In a body "$CHALLENGE" and "$PIN" become a fresh PIN challenge of the
 // user and its mailed PIN, "$TOKEN" the token of a freshly mailed password-reset link, so
 // the PIN and mail-link inputs are fuzzed around real secrets. Properties: no 5xx; every
 // answer is JSON; an error is {"error": the status text, "message": non-empty}; a 2xx of a
@@ -103,6 +105,11 @@ func FuzzPublicAPI(f *testing.F) {
 	if _, err := svc.StartSession(ctx, rec, user, publicauth.SessionAdmin, "password"); err != nil {
 		f.Fatal(err)
 	}
+	// The "signed in" inputs carry both sessions: the admin routes read admin-session,
+	// /api/public/me public-session.
+	if _, err := svc.StartSession(ctx, rec, user, publicauth.SessionPublic, "password"); err != nil {
+		f.Fatal(err)
+	}
 	adminCookies := rec.Result().Cookies()
 	var peers atomic.Uint32
 
@@ -120,6 +127,8 @@ func FuzzPublicAPI(f *testing.F) {
 		`{}`,
 		`{"name":"Renamed","role":"user","status":"disabled"}`,
 		``,
+		``,
+		`{"name":"Renamed","givenName":"A","birthdate":"1990-02-30","zoneinfo":"Europe/Nowhere","website":"javascript:x","address":{"country":1}}`,
 		``,
 	} {
 		f.Add(uint8(i), seed, true)
@@ -140,6 +149,8 @@ func FuzzPublicAPI(f *testing.F) {
 		`[{"email":"fuzz@example.com"}]`,
 		`{"token":"$TOKEN$TOKEN","password":"x"}`,
 		`{"token":"` + strings.Repeat("x", 5000) + `"}`,
+		`{"email":"other@example.com","phoneNumberVerified":true}`,
+		`{"picture":"https://` + strings.Repeat("a", 3000) + `","locale":"\u0000"}`,
 	} {
 		for route := range apiRoutes {
 			if strings.Contains(seed, "challengeId") && apiRoutes[route].path != "/api/public/verify-pin" {
@@ -194,7 +205,7 @@ func FuzzPublicAPI(f *testing.F) {
 		if err := json.Unmarshal(rec.Body.Bytes(), &answer); err != nil {
 			t.Fatalf("%s: %d answer is not a JSON object: %q", what, rec.Code, rec.Body)
 		}
-		if rec.Code >= 400 && route.method == http.MethodGet {
+		if rec.Code >= 400 && (route.path == "/api/public/session" || route.path == "/api/sso/validate") {
 			// The session checks answer 401 in the SSO interface's own shapes
 			// ({"isValid": false}, {"success": false, …}).
 			if _, ok := answer["isValid"]; !ok && answer["success"] != false {
