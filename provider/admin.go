@@ -110,6 +110,13 @@ type ClientSpec struct {
 	// a DPoP proof (RFC 9449), so all its access tokens are bound to its key; one without is
 	// refused with invalid_dpop_proof. Clients without it may still use DPoP.
 	RequireDPoP bool
+	// BackchannelLogoutURI is optional (default none): where the client receives a logout
+	// token when a browser session it was issued tokens in ends (OpenID Connect Back-Channel
+	// Logout 1.0). https, or http on a loopback host; no fragment.
+	BackchannelLogoutURI string
+	// BackchannelLogoutSessionRequired is optional (default false): the client requires
+	// `sid` in logout tokens. Gatehouse always sends it.
+	BackchannelLogoutSessionRequired bool
 	// AuthMethod is optional: how the client authenticates at the token, introspection,
 	// revocation and PAR endpoints; any other method is refused with invalid_client.
 	// "client_secret_basic" (the default for a confidential client), "client_secret_post",
@@ -158,6 +165,9 @@ type ClientInfo struct {
 	RequirePAR       bool            `json:"require_pushed_authorization_requests"`
 	RequireDPoP      bool            `json:"dpop_bound_access_tokens"`
 	CreatedAt        time.Time       `json:"created_at"`
+
+	BackchannelLogoutURI             string `json:"backchannel_logout_uri"`
+	BackchannelLogoutSessionRequired bool   `json:"backchannel_logout_session_required"`
 }
 
 var grantTypesSupported = []string{"authorization_code", "refresh_token", "client_credentials", GrantTypeDeviceCode}
@@ -171,6 +181,8 @@ func (p *Provider) CreateClient(ctx context.Context, spec ClientSpec) (ClientInf
 		RedirectURIs:   spec.RedirectURIs, PostLogoutRedirectURIs: spec.PostLogoutRedirectURIs,
 		Scopes: spec.Scopes, GrantTypes: spec.GrantTypes, Audience: spec.Audience, IDTokenAlg: spec.IDTokenAlg,
 		ResponseTypes: []string{"code"}, RequirePAR: spec.RequirePAR, RequireDPoP: spec.RequireDPoP,
+		BackchannelLogoutURI:             spec.BackchannelLogoutURI,
+		BackchannelLogoutSessionRequired: spec.BackchannelLogoutSessionRequired,
 		ClientAuthentication: storage.ClientAuthentication{
 			TokenEndpointAuthMethod: spec.AuthMethod, JWKSURI: spec.JWKSURI, JWKS: spec.JWKS,
 			RequestObjectSigningAlg: spec.RequestObjectAlg,
@@ -278,6 +290,11 @@ func validateClient(c *storage.Client) error {
 	if !slices.Contains(supportedAlgs, c.IDTokenAlg) {
 		errs = append(errs, fmt.Errorf("ID token algorithm %q is not RS256, ES256 or EdDSA", c.IDTokenAlg))
 	}
+	if c.BackchannelLogoutURI != "" {
+		if err := checkBackchannelLogoutURI(c.BackchannelLogoutURI); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	errs = append(errs, checkClientAuthentication(c)...)
 	return errors.Join(errs...)
 }
@@ -296,7 +313,8 @@ func clientInfo(c *storage.Client) ClientInfo {
 		ResourceServer: c.ResourceServer,
 		IDTokenAlg:     c.IDTokenAlg, CreatedAt: c.CreatedAt.UTC(), RequirePAR: c.RequirePAR, RequireDPoP: c.RequireDPoP,
 		AuthMethod: c.AuthMethod(), JWKSURI: c.JWKSURI, JWKS: json.RawMessage(c.JWKS),
-		RequestObjectAlg: c.RequestObjectSigningAlg,
+		RequestObjectAlg:     c.RequestObjectSigningAlg,
+		BackchannelLogoutURI: c.BackchannelLogoutURI, BackchannelLogoutSessionRequired: c.BackchannelLogoutSessionRequired,
 	}
 }
 
@@ -341,6 +359,10 @@ type ClientUpdate struct {
 	RequirePAR *bool
 	// RequireDPoP turns the DPoP requirement on or off (ClientSpec.RequireDPoP).
 	RequireDPoP *bool
+	// BackchannelLogoutURI replaces the back-channel logout URI ("" removes it).
+	BackchannelLogoutURI *string
+	// BackchannelLogoutSessionRequired replaces backchannel_logout_session_required.
+	BackchannelLogoutSessionRequired *bool
 	// AuthMethod replaces the client authentication method (ClientSpec.AuthMethod) of a
 	// confidential client. A change to a method that needs a secret the client lacks (any
 	// secret method after private_key_jwt; client_secret_jwt, whose secret must also be
@@ -379,6 +401,8 @@ func (p *Provider) UpdateClient(ctx context.Context, id string, up ClientUpdate)
 		set(&c.IDTokenAlg, up.IDTokenAlg)
 		set(&c.RequirePAR, up.RequirePAR)
 		set(&c.RequireDPoP, up.RequireDPoP)
+		set(&c.BackchannelLogoutURI, up.BackchannelLogoutURI)
+		set(&c.BackchannelLogoutSessionRequired, up.BackchannelLogoutSessionRequired)
 		set(&c.TokenEndpointAuthMethod, up.AuthMethod)
 		set(&c.JWKSURI, up.JWKSURI)
 		set(&c.JWKS, up.JWKS)

@@ -260,7 +260,7 @@ func (p *Provider) decide(w http.ResponseWriter, r *http.Request, ar fosite.Auth
 			return
 		}
 	}
-	p.issue(w, r, ar, user, authTime, session.Method, f)
+	p.issue(w, r, ar, user, authTime, session.Method, session.SID, f)
 }
 
 // pause stores the request (once) and sends the browser to a hosted page, page its path
@@ -291,7 +291,7 @@ func (p *Provider) pause(w http.ResponseWriter, r *http.Request, ar fosite.Autho
 
 // issue grants the requested scopes and writes the authorization response (with `iss`,
 // RFC 9207).
-func (p *Provider) issue(w http.ResponseWriter, r *http.Request, ar fosite.AuthorizeRequester, user *publicauth.User, authTime time.Time, method string, f flow) {
+func (p *Provider) issue(w http.ResponseWriter, r *http.Request, ar fosite.AuthorizeRequester, user *publicauth.User, authTime time.Time, method, sid string, f flow) {
 	ctx := r.Context()
 	for _, scope := range ar.GetRequestedScopes() {
 		ar.GrantScope(scope)
@@ -300,6 +300,7 @@ func (p *Provider) issue(w http.ResponseWriter, r *http.Request, ar fosite.Autho
 		ar.GrantAudience(aud)
 	}
 	session := p.userSession(ctx, user, ar, authTime, f.requestedAt, method)
+	session.setBrowserSessionID(sid) // the ID token's sid (backchannel.go)
 	resp, err := p.newAuthorizeResponse(ctx, ar, session, f.token)
 	if err != nil {
 		p.authorizeError(w, r, ar, err)
@@ -318,14 +319,18 @@ func (p *Provider) issue(w http.ResponseWriter, r *http.Request, ar fosite.Autho
 }
 
 // newAuthorizeResponse issues the code in one transaction: fosite's handlers store the code,
-// the OpenID Connect session and the PKCE challenge one by one, and the paused request (if
-// any) is deleted with them, so a failure leaves no half-issued code behind. Nothing is
+// the OpenID Connect session and the PKCE challenge one by one, the client is recorded as
+// one to notify when the browser session ends, and the paused request (if any) is deleted
+// with them, so a failure leaves no half-issued code behind. Nothing is
 // signed here, so the transaction stays short.
 func (p *Provider) newAuthorizeResponse(ctx context.Context, ar fosite.AuthorizeRequester, session *Session, pausedToken string) (fosite.AuthorizeResponder, error) {
 	var resp fosite.AuthorizeResponder
 	err := p.store.InTx(ctx, func(ctx context.Context) error {
 		var err error
 		if resp, err = p.oauth.NewAuthorizeResponse(ctx, ar, session); err != nil {
+			return err
+		}
+		if err := p.recordSessionClient(ctx, session, ar); err != nil {
 			return err
 		}
 		if pausedToken != "" {

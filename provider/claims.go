@@ -278,7 +278,7 @@ func userinfoRequest(at *AccessToken) map[string]*claimRequest {
 // claimsSupported lists, for discovery, the claims Gatehouse issues: the protocol claims
 // of its tokens, then the standard claims of every scope.
 func claimsSupported() []string {
-	out := []string{"sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "azp", "acr", "amr"}
+	out := []string{"sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "azp", "acr", "amr", "sid"}
 	for _, scope := range []string{"email", "profile", "phone", "address"} {
 		out = append(out, scopeClaims[scope]...)
 	}

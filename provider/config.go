@@ -3,6 +3,7 @@ package provider
 import (
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/trace"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -163,6 +164,11 @@ type Config struct {
 	// DPoP configures proof-of-possession tokens (RFC 9449): server nonces, the proof
 	// window and algorithms. Its zero value is the default.
 	DPoP DPoPConfig
+
+	// BackchannelLogout configures the delivery of logout tokens to clients that registered a
+	// back-channel logout URI; its defaults are stated on its fields (backchannel.go).
+	BackchannelLogout BackchannelLogoutConfig
+
 	// Scopes declares custom scopes (e.g. {Name: "orders.read", Description: "Read your
 	// orders"}): listed in discovery's scopes_supported, described on the consent page,
 	// and granted like any scope a client is registered with. Default: none.
@@ -178,7 +184,8 @@ type options struct {
 	logger *slog.Logger
 	store  *storage.Store
 	mailer publicauth.Mailer
-	events events.Sink // WithEvents
+	events events.Sink          // WithEvents
+	tracer trace.TracerProvider // WithTracerProvider; nil: no tracing
 	accountOptions
 }
 
@@ -307,6 +314,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if err := cfg.ContentSecurityPolicy.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("content security policy: %w", err))
+	}
+	if cfg.BackchannelLogout, err = cfg.BackchannelLogout.withDefaults(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := validateScopes(cfg.Scopes); err != nil {
 		errs = append(errs, err)

@@ -51,6 +51,7 @@ type discoveryDocument struct {
 	AuthorizationResponseIssParameterSupported         bool     `json:"authorization_response_iss_parameter_supported"`
 	FrontchannelLogoutSupported                        bool     `json:"frontchannel_logout_supported"`
 	BackchannelLogoutSupported                         bool     `json:"backchannel_logout_supported"`
+	BackchannelLogoutSessionSupported                  bool     `json:"backchannel_logout_session_supported"`
 	// AccountFeatures is a Gatehouse extension: which of "registration", "password_reset"
 	// and "email_verification" this deployment offers (Config.Registration, and what the
 	// Accounts store of WithAccounts supports).
@@ -98,6 +99,8 @@ func (p *Provider) discoveryDocument() discoveryDocument {
 		ClaimsLocalesSupported:                             []string{"en"},
 		AuthorizationResponseIssParameterSupported:         true,
 		ClaimsParameterSupported:                           true,
+		BackchannelLogoutSupported:                         true, // backchannel.go
+		BackchannelLogoutSessionSupported:                  true,
 		AccountFeatures:                                    p.accountFeatures(),
 	}
 }

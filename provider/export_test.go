@@ -37,3 +37,7 @@ func (p *Provider) SignWithActiveKey(claims map[string]any, header map[string]an
 	raw, _, err := signJWT(k, jwt.MapClaims(claims), header)
 	return raw, err
 }
+
+// DeliverLogouts runs one step of the back-channel logout worker (deliverLogouts), so tests
+// drive deliveries and retries without waiting for its ticker.
+func (p *Provider) DeliverLogouts(ctx context.Context) (int, error) { return p.deliverLogouts(ctx) }

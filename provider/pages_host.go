@@ -170,7 +170,7 @@ func (h uiHost) DecideConsent(w http.ResponseWriter, r *http.Request, token stri
 	if row.UserID == user.ID && row.AuthTime != nil {
 		authTime = *row.AuthTime
 	}
-	p.issue(w, r, ar, user, authTime, session.Method, f)
+	p.issue(w, r, ar, user, authTime, session.Method, session.SID, f)
 }
 
 // Logout implements ui.Host.

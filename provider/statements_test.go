@@ -59,8 +59,10 @@ var statementBudget = []struct {
 	op   string
 	want int
 }{
-	// The session read and the code insert (PKCE and OpenID Connect data on the code row).
-	{"authorize with a session", 2},
+	// The session read, the code insert (PKCE and OpenID Connect data on the code row) and,
+	// in its transaction, the record of the client in the session's clients, which
+	// back-channel logout needs to know whom to tell when the session ends.
+	{"authorize with a session", 3},
 	// The code read, its conditional invalidation and the refresh-token insert.
 	{"code exchange", 3},
 	// The token read, its conditional rotation, the rule revoking the grant's earlier access

@@ -47,9 +47,14 @@ func (s *Service) StartSession(ctx context.Context, w http.ResponseWriter, u *Us
 	if err != nil {
 		return nil, fmt.Errorf("publicauth: %w", err)
 	}
+	sid, err := s.newToken()
+	if err != nil {
+		return nil, err
+	}
 	now := s.now()
 	sess := &Session{
 		IDHash:    hashToken(token),
+		SID:       sid,
 		UserID:    u.ID,
 		Kind:      kind,
 		Method:    method,

@@ -81,6 +81,10 @@ const (
 type Session struct {
 	// IDHash is the hex SHA-256 of the session token held in the cookie.
 	IDHash string
+	// SID is the session's public id: random, unrelated to the cookie's token, fixed for the
+	// session's life. Relying parties see it as the `sid` claim of ID tokens and logout
+	// tokens (OpenID Connect Back-Channel Logout 1.0).
+	SID    string
 	UserID string
 	// Kind is SessionPublic or SessionAdmin.
 	Kind string

@@ -105,6 +105,8 @@ func (c *cli) clientCreate(ctx context.Context, args []string) int {
 	cmd.str(&spec.IDTokenAlg, "id-token-alg", "RS256|ES256|EdDSA", "", "ID token signing algorithm (default RS256)")
 	cmd.flag(&spec.RequirePAR, "require-par", "the client must push its authorization requests to /api/oauth/par (RFC 9126)")
 	cmd.flag(&spec.RequireDPoP, "require-dpop", "every token request must carry a DPoP proof (RFC 9449), binding each token to the client's key")
+	cmd.str(&spec.BackchannelLogoutURI, "backchannel-logout-uri", "URI", "", "where the client receives logout tokens when a session ends (https, or http on loopback)")
+	cmd.flag(&spec.BackchannelLogoutSessionRequired, "backchannel-logout-session-required", "the client requires sid in logout tokens (always sent)")
 	auth := addClientAuthFlags(cmd)
 	a := addAdminFlags(cmd)
 	return c.execute(ctx, cmd, args, func(ctx context.Context) error {
@@ -171,7 +173,7 @@ func (c *cli) clientUpdate(ctx context.Context, args []string) int {
 			"empty value (--post-logout-redirect-uri=) it empties it. Removing a redirect URI\n"+
 			"revokes the unused authorization codes issued for it. A client stays public or\n"+
 			"confidential: delete it and create it again to change that.")
-	var id, name, alg, firstParty, resourceServer, requirePAR, requireDPoP string
+	var id, name, alg, firstParty, resourceServer, requirePAR, requireDPoP, bclURI, bclSession string
 	var redirectURIs, postLogoutURIs, scopes, grantTypes, audience []string
 	cmd.str(&id, "id", "ID", "", "client id (required)")
 	cmd.str(&name, "name", "NAME", "", "display name, shown on the consent page")
@@ -185,6 +187,8 @@ func (c *cli) clientUpdate(ctx context.Context, args []string) int {
 	cmd.str(&alg, "id-token-alg", "RS256|ES256|EdDSA", "", "ID token signing algorithm")
 	cmd.str(&requirePAR, "require-par", "true|false", "", "must push its authorization requests to /api/oauth/par (RFC 9126)")
 	cmd.str(&requireDPoP, "require-dpop", "true|false", "", "every token request must carry a DPoP proof")
+	cmd.str(&bclURI, "backchannel-logout-uri", "URI", "", "where the client receives logout tokens (empty: none)")
+	cmd.str(&bclSession, "backchannel-logout-session-required", "true|false", "", "the client requires sid in logout tokens")
 	auth := addClientAuthFlags(cmd)
 	a := addAdminFlags(cmd)
 	return c.execute(ctx, cmd, args, func(ctx context.Context) error {
@@ -222,6 +226,12 @@ func (c *cli) clientUpdate(ctx context.Context, args []string) int {
 			return err
 		}
 		if up.RequireDPoP, err = optionalBool("require-dpop", requireDPoP); err != nil {
+			return err
+		}
+		if cmd.given("backchannel-logout-uri") {
+			up.BackchannelLogoutURI = &bclURI
+		}
+		if up.BackchannelLogoutSessionRequired, err = optionalBool("backchannel-logout-session-required", bclSession); err != nil {
 			return err
 		}
 		if cmd.given("id-token-alg") {

@@ -41,6 +41,9 @@ type clientJSON struct {
 	ResourceServer         bool     `json:"resource_server"`
 	IDTokenAlg             string   `json:"id_token_signed_response_alg"`
 	RequireDPoP            bool     `json:"dpop_bound_access_tokens"`
+
+	BackchannelLogoutURI             string `json:"backchannel_logout_uri"`
+	BackchannelLogoutSessionRequired bool   `json:"backchannel_logout_session_required"`
 }
 
 func TestAdminCommands(t *testing.T) {
@@ -139,6 +142,24 @@ func testAdminCommands(t *testing.T, dsn string, env map[string]string) {
 	if changed.IDTokenAlg != "EdDSA" {
 		t.Errorf("client update --id-token-alg eddsa: got %q, want EdDSA", changed.IDTokenAlg)
 	}
+
+	// Back-channel logout: registered at creation, changed and removed by update.
+	var bcl clientJSON
+	decodeJSON(t, mustRun(t, env, "client", "create", "--id", "bcl-app", "--redirect-uri", "https://bcl.example.com/cb",
+		"--backchannel-logout-uri", "https://bcl.example.com/logout", "--backchannel-logout-session-required"), &bcl)
+	if bcl.BackchannelLogoutURI != "https://bcl.example.com/logout" || !bcl.BackchannelLogoutSessionRequired {
+		t.Errorf("client create with back-channel logout: got %+v", bcl)
+	}
+	decodeJSON(t, mustRun(t, env, "client", "update", "--id", "bcl-app", "--backchannel-logout-uri", "http://127.0.0.1:9000/logout",
+		"--backchannel-logout-session-required=false"), &bcl)
+	if bcl.BackchannelLogoutURI != "http://127.0.0.1:9000/logout" || bcl.BackchannelLogoutSessionRequired {
+		t.Errorf("client update of back-channel logout: got %+v", bcl)
+	}
+	decodeJSON(t, mustRun(t, env, "client", "update", "--id", "bcl-app", "--backchannel-logout-uri="), &bcl)
+	if bcl.BackchannelLogoutURI != "" {
+		t.Errorf("client update removing the back-channel logout URI: got %q", bcl.BackchannelLogoutURI)
+	}
+	mustRun(t, env, "client", "delete", "--id", "bcl-app")
 	for _, tc := range []struct {
 		args    []string
 		code    int
@@ -150,6 +171,9 @@ func testAdminCommands(t *testing.T, dsn string, env map[string]string) {
 		{[]string{"client", "update", "--id", "my-app"}, 2, "at least one setting"},
 		{[]string{"client", "update", "--name", "x"}, 2, "--id"},
 		{[]string{"client", "update", "--id", "my-app", "--first-party", "maybe"}, 2, "--first-party"},
+		{[]string{"client", "update", "--id", "my-app", "--backchannel-logout-uri", "http://rp.example.com/logout"}, 1, "back-channel logout URI"},
+		{[]string{"client", "update", "--id", "my-app", "--backchannel-logout-session-required", "maybe"}, 2, "--backchannel-logout-session-required"},
+		{[]string{"client", "create", "--id", "x", "--redirect-uri", "https://x.example/cb", "--backchannel-logout-uri", "https://x.example/l#f"}, 1, "back-channel logout URI"},
 		{[]string{"client", "rotate-secret", "--id", pub.ClientID}, 1, "public client"},
 		{[]string{"client", "rotate-secret", "--id", "nope"}, 1, "nope"},
 		{[]string{"client", "rotate-secret"}, 2, "--id"},

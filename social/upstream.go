@@ -146,15 +146,15 @@ func cmpOrList(v, def []string) []string {
 func (u *upstream) gothProvider(ctx context.Context) (goth.Provider, error) {
 	switch u.cfg.Kind {
 	case KindGoogle:
-		return u.google, nil
+		return openIDWithSpan(ctx, u.google), nil
 	case KindFacebook:
-		return u.facebook, nil
+		return facebookWithSpan(ctx, u.facebook), nil
 	}
 	d, err := u.discover(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return d.goth, nil
+	return openIDWithSpan(ctx, d.goth), nil
 }
 
 // discover reads the upstream's discovery document once; a failure is not remembered, so
@@ -261,7 +261,7 @@ func (u *upstream) facebookUser(ctx context.Context, code string, st *loginState
 	if err != nil {
 		return goth.User{}, fmt.Errorf("exchange the code: %w", err)
 	}
-	gu, err := u.facebook.FetchUser(&facebook.Session{AccessToken: tok.AccessToken, ExpiresAt: tok.Expiry})
+	gu, err := facebookWithSpan(ctx, u.facebook).FetchUser(&facebook.Session{AccessToken: tok.AccessToken, ExpiresAt: tok.Expiry})
 	if err != nil {
 		return goth.User{}, fmt.Errorf("read the profile: %w", err)
 	}
@@ -294,6 +294,7 @@ func (u *upstream) openIDUser(ctx context.Context, code string, st *loginState) 
 		if p, err = u.googleProvider(iss); err != nil {
 			return goth.User{}, err
 		}
+		p = openIDWithSpan(ctx, p.(*openidConnect.Provider))
 		nonce = claimString(claims, "nonce")
 	} else {
 		d, err := u.discover(ctx)

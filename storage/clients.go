@@ -38,7 +38,10 @@ func clientToModel(c *Client) *clientModel {
 		SecretSealed:            c.SecretSealed,
 		RequestObjectSigningAlg: c.RequestObjectSigningAlg,
 		CreatedAt:               utc(c.CreatedAt),
-		UpdatedAt:               utc(c.UpdatedAt),
+		BackchannelLogoutURI:    c.BackchannelLogoutURI,
+
+		BackchannelLogoutSessionRequired: c.BackchannelLogoutSessionRequired,
+		UpdatedAt:                        utc(c.UpdatedAt),
 	}
 }
 
@@ -66,8 +69,11 @@ func (m *clientModel) toClient() *Client {
 			SecretSealed:            m.SecretSealed,
 			RequestObjectSigningAlg: m.RequestObjectSigningAlg,
 		},
-		CreatedAt: timeUTC(m.CreatedAt),
-		UpdatedAt: timeUTC(m.UpdatedAt),
+		CreatedAt:            timeUTC(m.CreatedAt),
+		BackchannelLogoutURI: m.BackchannelLogoutURI,
+
+		BackchannelLogoutSessionRequired: m.BackchannelLogoutSessionRequired,
+		UpdatedAt:                        timeUTC(m.UpdatedAt),
 	}
 }
 
@@ -281,6 +287,7 @@ func (s *Store) UpdateClient(ctx context.Context, c *Client) error {
 			"name", "redirect_uris", "post_logout_redirect_uris", "grant_types", "response_types",
 			"scopes", "audience", "first_party", "resource_server", "id_token_alg", "require_par", "require_dpop", "updated_at",
 			"token_endpoint_auth_method", "jwks_uri", "jwks", "request_object_signing_alg",
+			"backchannel_logout_uri", "backchannel_logout_session_required",
 		).Updates(m).Error
 		if err != nil {
 			return fmt.Errorf("storage: update client: %w", err)

@@ -83,6 +83,7 @@ func (s *Store) ModelTableNames() (map[string]string, error) {
 		"permission_audit": &permissionAuditModel{}, "user_identities": &identityModel{},
 		"device_codes":    &deviceCodeModel{},
 		"pushed_requests": &pushedRequestModel{},
+		"session_clients": &sessionClientModel{}, "logout_outbox": &logoutOutboxModel{},
 	} {
 		stmt := &gorm.Statement{DB: s.db}
 		if err := stmt.Parse(model); err != nil {

@@ -20,7 +20,7 @@ func (s *Store) CreateAuthorizeCodeSession(ctx context.Context, signature string
 	if err != nil {
 		return err
 	}
-	m := &authorizationCodeModel{Request: cols, Active: true}
+	m := &authorizationCodeModel{Request: cols, Active: true, SID: browserSessionID(request)}
 	if st := s.txFrom(ctx); st != nil {
 		for _, p := range st.pending {
 			if p.Request.Signature == signature {

@@ -45,7 +45,7 @@ func (s *Store) CreateRefreshTokenSession(ctx context.Context, signature string,
 	if err != nil {
 		return err
 	}
-	m := refreshTokenModel{Request: cols, AccessSignature: accessSignature, Active: true}
+	m := refreshTokenModel{Request: cols, AccessSignature: accessSignature, Active: true, SID: browserSessionID(request)}
 	if err := s.conn(ctx).Create(&m).Error; err != nil {
 		return fmt.Errorf("storage: create refresh token: %w", err)
 	}

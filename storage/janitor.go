@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"gorm.io/gorm"
 )
 
 // expiringTable is a table the janitor sweeps: its primary key, and whether its rows also
@@ -30,6 +32,7 @@ func expiringTables() []expiringTable {
 		{table: "revocation_rules", key: "rule_key"},
 		{table: "pushed_requests", key: "id_hash"},
 		{table: "device_codes", key: "device_code_hash"},
+		{table: "logout_outbox", key: "id"},
 		{table: "client_assertion_jtis", key: "jti"},
 	}
 }
@@ -40,10 +43,12 @@ const defaultJanitorBatch = 1000
 // DeleteExpired deletes every row whose expires_at is before now from the expiring tables
 // (authorization codes, access and refresh tokens, PKCE and OpenID Connect rows, login
 // sessions, pending authorization requests, one-time mail tokens, PIN challenges,
-// access-token revocation rules, pushed authorization requests, device codes,
-// client-assertion JWT ids), and every used one-time token and PIN challenge, and returns how many it deleted. It deletes at most batch rows per
+// access-token revocation rules, pushed authorization requests, device codes, given-up
+// logout messages, client-assertion JWT ids), and every used one-time token and PIN
+// challenge, and returns how many it deleted. It deletes at most batch rows per
 // statement (1000 for batch ≤ 0), each statement on its own, so no lock is held for long.
-// Rows without expiry are kept. On error it returns the count deleted so far with the
+// An expired login session ends as DeleteSession ends one: its back-channel logout messages
+// are queued in the transaction that deletes its batch. Rows without expiry are kept. On error it returns the count deleted so far with the
 // error.
 func (s *Store) DeleteExpired(ctx context.Context, now time.Time, batch int) (int64, error) {
 	if batch <= 0 {
@@ -55,6 +60,14 @@ func (s *Store) DeleteExpired(ctx context.Context, now time.Time, batch int) (in
 		dead := "expires_at < ?"
 		if t.singleUse {
 			dead = "(expires_at < ? OR used_at IS NOT NULL)"
+		}
+		if t.table == "sessions" {
+			n, err := s.deleteExpiredSessions(ctx, cutoff, batch)
+			total += n
+			if err != nil {
+				return total, err
+			}
+			continue
 		}
 		stmt := s.sql(fmt.Sprintf(`DELETE FROM {%[1]s} WHERE %[2]s IN
 			(SELECT %[2]s FROM {%[1]s} WHERE %[3]s ORDER BY expires_at LIMIT ?)`, t.table, t.key, dead))
@@ -73,6 +86,30 @@ func (s *Store) DeleteExpired(ctx context.Context, now time.Time, batch int) (in
 		}
 	}
 	return total, nil
+}
+
+// deleteExpiredSessions ends the sessions expired at cutoff, batch by batch, each batch in
+// one transaction with their back-channel logout messages and revocations (endSessions).
+func (s *Store) deleteExpiredSessions(ctx context.Context, cutoff time.Time, batch int) (int64, error) {
+	var total int64
+	for {
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+		var n int64
+		err := s.inTx(ctx, func(tx *gorm.DB) error {
+			var err error
+			n, err = s.endSessions(tx, batch, "expires_at < ?", cutoff)
+			return err
+		})
+		if err != nil {
+			return total, fmt.Errorf("storage: delete expired sessions: %w", err)
+		}
+		total += n
+		if n < int64(batch) {
+			return total, nil
+		}
+	}
 }
 
 // RunJanitor calls DeleteExpired every interval (one minute for interval ≤ 0) with the time

@@ -45,6 +45,7 @@ func migrations() []migration {
 		{version: 16, name: "device authorization grant codes", up: func(tx *gorm.DB, n schemaNames) error {
 			return execAll(tx, n, schemaV16())
 		}},
+		{version: 17, name: "back-channel logout: session ids, session clients and the logout outbox", up: migrateV17},
 		{version: 18, name: "users carry the OpenID Connect standard profile", up: func(tx *gorm.DB, n schemaNames) error {
 			return execAll(tx, n, schemaV18())
 		}},

@@ -70,13 +70,16 @@ type clientModel struct {
 	RequirePAR             bool   `gorm:"column:require_par"`
 	RequireDPoP            bool   `gorm:"column:require_dpop"`
 	// The columns of migration 12 (ClientAuthentication).
-	TokenEndpointAuthMethod string    `gorm:"column:token_endpoint_auth_method"`
-	JWKSURI                 string    `gorm:"column:jwks_uri"`
-	JWKS                    string    `gorm:"column:jwks"`
-	SecretSealed            []byte    `gorm:"column:secret_sealed"`
-	RequestObjectSigningAlg string    `gorm:"column:request_object_signing_alg"`
-	CreatedAt               time.Time `gorm:"autoCreateTime:false"`
-	UpdatedAt               time.Time `gorm:"autoUpdateTime:false"`
+	TokenEndpointAuthMethod string `gorm:"column:token_endpoint_auth_method"`
+	JWKSURI                 string `gorm:"column:jwks_uri"`
+	JWKS                    string `gorm:"column:jwks"`
+	SecretSealed            []byte `gorm:"column:secret_sealed"`
+	RequestObjectSigningAlg string `gorm:"column:request_object_signing_alg"`
+	// BackchannelLogoutURI and BackchannelLogoutSessionRequired: migration 17.
+	BackchannelLogoutURI             string    `gorm:"column:backchannel_logout_uri"`
+	BackchannelLogoutSessionRequired bool      `gorm:"column:backchannel_logout_session_required"`
+	CreatedAt                        time.Time `gorm:"autoCreateTime:false"`
+	UpdatedAt                        time.Time `gorm:"autoUpdateTime:false"`
 }
 
 func (clientModel) TableName(n schema.Namer) string { return n.TableName("clients") }
@@ -101,7 +104,9 @@ type userModel struct {
 func (userModel) TableName(n schema.Namer) string { return n.TableName("users") }
 
 type sessionModel struct {
-	IDHash    string `gorm:"primaryKey"`
+	IDHash string `gorm:"primaryKey"`
+	// SID is the session's public id (migration 17).
+	SID       string `gorm:"column:sid"`
 	UserID    string
 	Kind      string
 	Method    string
@@ -155,6 +160,8 @@ type authorizationCodeModel struct {
 	// nil when it has none (migration 11).
 	OIDCKey  *string `gorm:"column:oidc_key"`
 	OIDCForm *string `gorm:"column:oidc_form"`
+	// SID is the browser session the code was issued in, "" for none (migration 17).
+	SID string `gorm:"column:sid"`
 }
 
 func (authorizationCodeModel) TableName(n schema.Namer) string {
@@ -174,6 +181,8 @@ type refreshTokenModel struct {
 	// RotatedAt and GraceUsed: see schemaV19.
 	RotatedAt *time.Time
 	GraceUsed bool
+	// SID is the browser session of the grant, "" for none (migration 17).
+	SID string `gorm:"column:sid"`
 }
 
 func (refreshTokenModel) TableName(n schema.Namer) string { return n.TableName("refresh_tokens") }

@@ -39,8 +39,14 @@ type Client struct {
 	RequireDPoP bool
 	// ClientAuthentication holds how the client authenticates (migration 12).
 	ClientAuthentication
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	// BackchannelLogoutURI is where the client receives logout tokens when a session it was
+	// issued tokens in ends (OpenID Connect Back-Channel Logout 1.0); "" for none.
+	BackchannelLogoutURI string
+	// BackchannelLogoutSessionRequired is the client's registration that logout tokens carry
+	// `sid`; Gatehouse's always do.
+	BackchannelLogoutSessionRequired bool
+	CreatedAt                        time.Time
+	UpdatedAt                        time.Time
 }
 
 var (

@@ -2,6 +2,8 @@ package storage
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"time"
 
@@ -9,15 +11,24 @@ import (
 	"gorm.io/gorm"
 )
 
-// CreateSession inserts s, setting a zero sess.CreatedAt to now. sess.UserID is an account
+// CreateSession inserts s, setting a zero sess.CreatedAt to now and an empty sess.SID to a
+// random 128-bit id. sess.UserID is an account
 // id, which need not be a row of users (provider.WithAccounts). It returns ErrConflict when
 // a session with sess.IDHash exists. It implements publicauth.SessionStore.
 func (s *Store) CreateSession(ctx context.Context, sess *publicauth.Session) error {
 	if sess.CreatedAt.IsZero() {
 		sess.CreatedAt = s.nowUTC()
 	}
+	if sess.SID == "" {
+		b := make([]byte, 16)
+		if _, err := rand.Read(b); err != nil {
+			return fmt.Errorf("storage: create session: %w", err)
+		}
+		sess.SID = hex.EncodeToString(b)
+	}
 	m := sessionModel{
 		IDHash:    sess.IDHash,
+		SID:       sess.SID,
 		UserID:    sess.UserID,
 		Kind:      sess.Kind,
 		Method:    sess.Method,
@@ -43,7 +54,7 @@ func (s *Store) SessionByIDHash(ctx context.Context, idHash string, now time.Tim
 		UserUpdatedAt *time.Time `gorm:"column:user_updated_at"`
 	}
 	err := s.conn(ctx).Table(s.names.table("sessions")).
-		Select(s.sql(`{sessions}.id_hash, {sessions}.user_id, {sessions}.kind, {sessions}.method, {sessions}.auth_time,
+		Select(s.sql(`{sessions}.id_hash, {sessions}.sid, {sessions}.user_id, {sessions}.kind, {sessions}.method, {sessions}.auth_time,
 			{sessions}.created_at, {sessions}.expires_at, COALESCE({users}.id, '') AS u_id,
 			COALESCE({users}.email, '') AS u_email, COALESCE({users}.email_lower, '') AS u_email_lower,
 			COALESCE({users}.email_verified, FALSE) AS u_email_verified, COALESCE({users}.name, '') AS u_name,
@@ -70,6 +81,7 @@ func (s *Store) SessionByIDHash(ctx context.Context, idHash string, now time.Tim
 	}
 	return &publicauth.Session{
 		IDHash:    m.IDHash,
+		SID:       m.SID,
 		UserID:    m.UserID,
 		Kind:      m.Kind,
 		Method:    m.Method,
@@ -79,18 +91,21 @@ func (s *Store) SessionByIDHash(ctx context.Context, idHash string, now time.Tim
 	}, u, nil
 }
 
-// DeleteSession removes the session; deleting a missing session is not an error.
+// DeleteSession ends the session: in one transaction (a savepoint inside ctx's) it queues a
+// back-channel logout message for every client issued a code in it, revokes the codes,
+// refresh tokens and access tokens issued in it, and deletes it (endSessions). Deleting a
+// missing session is not an error.
 func (s *Store) DeleteSession(ctx context.Context, idHash string) error {
-	if err := s.conn(ctx).Where("id_hash = ?", idHash).Delete(&sessionModel{}).Error; err != nil {
-		return fmt.Errorf("storage: delete session: %w", err)
-	}
-	return nil
+	return s.inTx(ctx, func(tx *gorm.DB) error {
+		_, err := s.endSessions(tx, 0, "id_hash = ?", idHash)
+		return err
+	})
 }
 
-// DeleteUserSessions removes every session of the user.
+// DeleteUserSessions ends every session of the user, as DeleteSession ends one.
 func (s *Store) DeleteUserSessions(ctx context.Context, userID string) error {
-	if err := s.conn(ctx).Where("user_id = ?", userID).Delete(&sessionModel{}).Error; err != nil {
-		return fmt.Errorf("storage: delete user sessions: %w", err)
-	}
-	return nil
+	return s.inTx(ctx, func(tx *gorm.DB) error {
+		_, err := s.endSessions(tx, 0, "user_id = ?", userID)
+		return err
+	})
 }

@@ -189,6 +189,10 @@ func (s *Store) DeleteUser(ctx context.Context, id string) error {
 		if err := s.revokeNow(tx, subjectKey(id)); err != nil {
 			return err
 		}
+		// The user's sessions end with their logout messages, before their rows go.
+		if _, err := s.endSessions(tx, 0, "user_id = ?", id); err != nil {
+			return err
+		}
 		return deleteAccountRows(tx, id)
 	})
 }

@@ -352,6 +352,7 @@ func testSessionExpiry(t *testing.T, s *storage.Store) {
 
 	second := *want
 	second.IDHash = "hash-2"
+	second.SID = "" // a session's public id is unique: CreateSession draws one
 	second.CreatedAt = time.Time{}
 	mustNoErr(t, "CreateSession(second)", s.CreateSession(ctx, &second))
 	if second.CreatedAt.IsZero() {

@@ -1,0 +1,294 @@
+package storage
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"time"
+
+	"github.com/ory/fosite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+	"gorm.io/gorm/schema"
+)
+
+// BrowserSessionIDer is a fosite session that knows the browser session (its public id,
+// the `sid` claim) the grant was made in. The provider's session implements it; storage
+// records the id on codes and refresh tokens so that ending the session revokes them.
+type BrowserSessionIDer interface {
+	// BrowserSessionID is the public id of the browser session, "" for none.
+	BrowserSessionID() string
+}
+
+// browserSessionID is the sid of r's session, "" when it has none.
+func browserSessionID(r fosite.Requester) string {
+	if s, ok := r.GetSession().(BrowserSessionIDer); ok {
+		return s.BrowserSessionID()
+	}
+	return ""
+}
+
+type sessionClientModel struct {
+	SID      string `gorm:"column:sid;primaryKey"`
+	ClientID string `gorm:"primaryKey"`
+}
+
+func (sessionClientModel) TableName(n schema.Namer) string { return n.TableName("session_clients") }
+
+type logoutOutboxModel struct {
+	ID            string `gorm:"primaryKey"`
+	ClientID      string
+	SID           string `gorm:"column:sid"`
+	Subject       string
+	CreatedAt     time.Time `gorm:"autoCreateTime:false"`
+	NextAttemptAt time.Time
+	Attempts      int
+	LastError     string
+	FailedAt      *time.Time
+	ExpiresAt     *time.Time
+}
+
+func (logoutOutboxModel) TableName(n schema.Namer) string { return n.TableName("logout_outbox") }
+
+// LogoutMessage is one logout token still to deliver (OpenID Connect Back-Channel Logout
+// 1.0 §2.5): the client to tell, and the session and subject that logged out. The token is
+// signed when it is sent, so it never expires in the outbox.
+type LogoutMessage struct {
+	// ID is the message's id, also the logout token's jti: the same on every attempt, so a
+	// relying party can tell a retry from a new logout.
+	ID       string
+	ClientID string
+	SID      string
+	Subject  string
+	// CreatedAt is when the session ended.
+	CreatedAt time.Time
+	// Attempts counts the deliveries begun, this one included.
+	Attempts int
+	// LastError is why the last delivery failed ("" before any failure); FailedAt is when
+	// the message was given up on, nil while it is still tried (PendingLogouts sets both).
+	LastError string
+	FailedAt  *time.Time
+}
+
+// logoutMessageID is the id of the message telling clientID that session sid ended: one
+// session ends once, so (sid, client) names the message; hashed to keep it short and
+// opaque.
+func logoutMessageID(sid, clientID string) string {
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%d:%s%s", len(sid), sid, clientID)))
+	return base64.RawURLEncoding.EncodeToString(sum[:18])
+}
+
+// RecordSessionClient records that clientID was issued a code in the browser session sid, so
+// that the client receives a logout token when the session ends. Recording it again is not
+// an error. The provider calls it in the transaction that stores the code. It returns
+// ErrNotFound when the session no longer exists: a session that ended while the code was
+// being issued must not leave a client it will never tell. On Postgres the session row is
+// share-locked, so a concurrent end either waits for this transaction (and then sees its
+// client) or has committed first (and this finds no session).
+func (s *Store) RecordSessionClient(ctx context.Context, sid, clientID string) error {
+	lock := ""
+	if s.dialect == dialectPostgres {
+		lock = " FOR SHARE"
+	}
+	// A conflict updates nothing but counts as a row, so 0 rows means no session.
+	res := s.conn(ctx).Exec(s.sql(`INSERT INTO {session_clients} (sid, client_id)
+		SELECT ?, ? WHERE EXISTS (SELECT 1 FROM {sessions} WHERE sid = ?`+lock+`)
+		ON CONFLICT (sid, client_id) DO UPDATE SET client_id = excluded.client_id`), sid, clientID, sid)
+	if res.Error != nil {
+		return fmt.Errorf("storage: record session client: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return fmt.Errorf("storage: record session client: session %w", ErrNotFound)
+	}
+	return nil
+}
+
+// endedSession is a session endSessions ends.
+type endedSession struct {
+	IDHash string
+	SID    string `gorm:"column:sid"`
+	UserID string
+}
+
+// endSessions ends, on tx, the sessions matching where (with args), at most limit of them
+// when limit > 0, and returns how many it ended. For each it writes a message to the logout
+// outbox for every client that was issued a code in it and registered a back-channel
+// logout URI, revokes the codes, refresh and access tokens issued in it, forgets its clients and
+// deletes it: all in tx, so the logout is sent exactly when the session's end commits.
+func (s *Store) endSessions(tx *gorm.DB, limit int, where string, args ...any) (int64, error) {
+	q := tx.Model(&sessionModel{}).Select("id_hash", "sid", "user_id").Where(where, args...)
+	if limit > 0 {
+		q = q.Order("expires_at").Limit(limit)
+	}
+	if s.dialect == dialectPostgres {
+		// Lock the sessions: a code issued in one of them concurrently (its session_clients
+		// row) either commits before this reads the clients, or waits and then finds the
+		// session gone.
+		q = q.Clauses(clause.Locking{Strength: "UPDATE"})
+	}
+	var ended []endedSession
+	if err := q.Find(&ended).Error; err != nil {
+		return 0, fmt.Errorf("storage: end sessions: %w", err)
+	}
+	if len(ended) == 0 {
+		return 0, nil
+	}
+	hashes := make([]string, 0, len(ended))
+	sids := make([]string, 0, len(ended))
+	subjects := make(map[string]string, len(ended))
+	for _, e := range ended {
+		hashes = append(hashes, e.IDHash)
+		if e.SID != "" {
+			sids = append(sids, e.SID)
+			subjects[e.SID] = e.UserID
+		}
+	}
+	if len(sids) > 0 {
+		var targets []sessionClientModel
+		err := tx.Table(s.names.table("session_clients")+" AS sc").
+			Select("sc.sid, sc.client_id").
+			Joins(s.sql("JOIN {clients} c ON c.id = sc.client_id")).
+			Where("sc.sid IN ? AND c.backchannel_logout_uri <> ''", sids).
+			Find(&targets).Error
+		if err != nil {
+			return 0, fmt.Errorf("storage: end sessions: read their clients: %w", err)
+		}
+		if len(targets) > 0 {
+			now := s.nowUTC()
+			rows := make([]logoutOutboxModel, 0, len(targets))
+			for _, t := range targets {
+				rows = append(rows, logoutOutboxModel{
+					ID: logoutMessageID(t.SID, t.ClientID), ClientID: t.ClientID, SID: t.SID,
+					Subject: subjects[t.SID], CreatedAt: now, NextAttemptAt: now,
+				})
+			}
+			if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&rows).Error; err != nil {
+				return 0, fmt.Errorf("storage: end sessions: write the logout outbox: %w", err)
+			}
+		}
+		// OpenID Connect Back-Channel Logout 1.0 §2.7: the session's refresh tokens die with
+		// it, and so do its unused codes (a later use counts as reuse and revokes the grant)
+		// and the access tokens of its grants (a rule per grant, DESIGN.md §3).
+		var grants []string
+		err = tx.Raw(s.sql(`SELECT request_id FROM {authorization_codes} WHERE sid IN ?
+			UNION SELECT request_id FROM {refresh_tokens} WHERE sid IN ?`), sids, sids).Scan(&grants).Error
+		if err != nil {
+			return 0, fmt.Errorf("storage: end sessions: read their grants: %w", err)
+		}
+		for _, g := range grants {
+			if err := s.revokeNow(tx, grantKey(g)); err != nil {
+				return 0, err
+			}
+		}
+		if err := deactivateRefreshTokens(tx, "sid IN ?", sids); err != nil {
+			return 0, err
+		}
+		err = tx.Model(&authorizationCodeModel{}).Where("sid IN ? AND active = ?", sids, true).
+			Update("active", false).Error
+		if err != nil {
+			return 0, fmt.Errorf("storage: end sessions: revoke their codes: %w", err)
+		}
+		if err := tx.Where("sid IN ?", sids).Delete(&sessionClientModel{}).Error; err != nil {
+			return 0, fmt.Errorf("storage: end sessions: forget their clients: %w", err)
+		}
+	}
+	res := tx.Where("id_hash IN ?", hashes).Delete(&sessionModel{})
+	if res.Error != nil {
+		return 0, fmt.Errorf("storage: end sessions: %w", res.Error)
+	}
+	return res.RowsAffected, nil
+}
+
+// ClaimLogouts claims up to limit logout messages due at now for delivery and returns them:
+// each claimed message's next attempt moves to now+lease and its attempt count goes up by
+// one, in one short transaction, so no other worker (on any replica) claims it again until
+// the lease has passed. On Postgres the due rows are read FOR UPDATE SKIP LOCKED, so
+// concurrent workers claim disjoint sets without waiting; on SQLite the transaction holds the
+// write lock. Messages given up on are never claimed. The lease must outlast a delivery.
+func (s *Store) ClaimLogouts(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]LogoutMessage, error) {
+	cutoff := utc(now)
+	var claimed []LogoutMessage
+	err := s.InTx(ctx, func(ctx context.Context) error {
+		tx := s.conn(ctx)
+		q := tx.Where("failed_at IS NULL AND next_attempt_at <= ?", cutoff).Order("next_attempt_at").Limit(limit)
+		if s.dialect == dialectPostgres {
+			q = q.Clauses(clause.Locking{Strength: "UPDATE", Options: "SKIP LOCKED"})
+		}
+		var rows []logoutOutboxModel
+		if err := q.Find(&rows).Error; err != nil {
+			return err
+		}
+		if len(rows) == 0 {
+			return nil
+		}
+		ids := make([]string, len(rows))
+		for i, r := range rows {
+			ids[i] = r.ID
+		}
+		err := tx.Model(&logoutOutboxModel{}).Where("id IN ? AND next_attempt_at <= ?", ids, cutoff).
+			Updates(map[string]any{"next_attempt_at": cutoff.Add(lease), "attempts": gorm.Expr("attempts + 1")}).Error
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			claimed = append(claimed, LogoutMessage{
+				ID: r.ID, ClientID: r.ClientID, SID: r.SID, Subject: r.Subject,
+				CreatedAt: timeUTC(r.CreatedAt), Attempts: r.Attempts + 1,
+			})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("storage: claim logout messages: %w", err)
+	}
+	return claimed, nil
+}
+
+// LogoutDelivered deletes the message with that id: its logout token was delivered.
+// Deleting a missing message is not an error.
+func (s *Store) LogoutDelivered(ctx context.Context, id string) error {
+	if err := s.conn(ctx).Where("id = ?", id).Delete(&logoutOutboxModel{}).Error; err != nil {
+		return fmt.Errorf("storage: delete delivered logout message: %w", err)
+	}
+	return nil
+}
+
+// LogoutFailed records a failed delivery of the message with that id: with giveUp false it
+// is tried again at next; with giveUp true it is never tried again and its row is kept,
+// failed_at set to now and reason as its last error, until keep has passed (the janitor
+// then deletes it), for operators to see.
+func (s *Store) LogoutFailed(ctx context.Context, id string, reason string, next time.Time, giveUp bool, now time.Time, keep time.Duration) error {
+	set := map[string]any{"next_attempt_at": utc(next), "last_error": truncate(reason, 500)}
+	if giveUp {
+		set["failed_at"] = utc(now)
+		set["expires_at"] = utc(now).Add(keep)
+	}
+	if err := s.conn(ctx).Model(&logoutOutboxModel{}).Where("id = ?", id).Updates(set).Error; err != nil {
+		return fmt.Errorf("storage: record failed logout delivery: %w", err)
+	}
+	return nil
+}
+
+// PendingLogouts returns every message of the logout outbox, failed ones included, oldest
+// first: for operators and tests.
+func (s *Store) PendingLogouts(ctx context.Context) ([]LogoutMessage, error) {
+	var rows []logoutOutboxModel
+	if err := s.conn(ctx).Order("created_at, id").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("storage: list logout messages: %w", err)
+	}
+	out := make([]LogoutMessage, len(rows))
+	for i, r := range rows {
+		out[i] = LogoutMessage{ID: r.ID, ClientID: r.ClientID, SID: r.SID, Subject: r.Subject,
+			CreatedAt: timeUTC(r.CreatedAt), Attempts: r.Attempts, LastError: r.LastError, FailedAt: timePtrUTC(r.FailedAt)}
+	}
+	return out, nil
+}
+
+// truncate cuts s to at most n bytes.
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}

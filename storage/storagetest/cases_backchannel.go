@@ -1,0 +1,271 @@
+package storagetest
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ory/fosite"
+	"github.com/ory/fosite/handler/openid"
+
+	"github.com/gatehouse-id/gatehouse/publicauth"
+	"github.com/gatehouse-id/gatehouse/storage"
+)
+
+func backchannelCases() []storageCase {
+	return []storageCase{
+		{"SessionEndQueuesLogouts", testSessionEndQueuesLogouts},
+		{"ClaimLogouts", testClaimLogouts},
+		{"SessionEndRacesAuthorization", testSessionEndRacesAuthorization},
+	}
+}
+
+// sidSession is a fosite session of a grant made in the browser session sid, as the
+// provider's is.
+type sidSession struct {
+	openid.DefaultSession
+	SID string `json:"sid"`
+}
+
+func (s *sidSession) BrowserSessionID() string { return s.SID }
+
+var _ storage.BrowserSessionIDer = (*sidSession)(nil)
+
+// grantIn is newRequest with its session made in the browser session sid.
+func grantIn(t *testing.T, client *storage.Client, subject, sid string) *fosite.Request {
+	t.Helper()
+	r := newRequest(t, client, subject, t0.Add(24*time.Hour)) // outlives the sessions
+	r.Session = &sidSession{DefaultSession: *r.Session.(*openid.DefaultSession), SID: sid}
+	return r
+}
+
+// mustSession starts a session of userID expiring at exp; CreateSession draws its SID.
+func mustSession(t *testing.T, s *storage.Store, userID string, exp time.Time) *publicauth.Session {
+	t.Helper()
+	sess := &publicauth.Session{IDHash: randomID(t), UserID: userID, Kind: publicauth.SessionPublic,
+		Method: publicauth.MethodPassword, AuthTime: exp.Add(-time.Hour), ExpiresAt: exp}
+	mustNoErr(t, "CreateSession", s.CreateSession(context.Background(), sess))
+	if len(sess.SID) < 32 {
+		t.Fatalf("CreateSession: got SID %q, want a random id", sess.SID)
+	}
+	return sess
+}
+
+func pending(t *testing.T, s *storage.Store) []storage.LogoutMessage {
+	t.Helper()
+	msgs, err := s.PendingLogouts(context.Background())
+	mustNoErr(t, "PendingLogouts", err)
+	return msgs
+}
+
+// testSessionEndQueuesLogouts: ending a session (DeleteSession, or the janitor for an
+// expired one) writes one outbox message per client with a back-channel logout URI that
+// was issued a code in it, and revokes the codes and refresh tokens issued in it, all in
+// the transaction of the end: a rollback leaves everything as it was.
+func testSessionEndQueuesLogouts(t *testing.T, s *storage.Store) {
+	ctx := context.Background()
+	bcl := newClient("bcl")
+	bcl.BackchannelLogoutURI = "https://bcl.example/logout"
+	bcl.BackchannelLogoutSessionRequired = true
+	mustNoErr(t, "CreateClient", s.CreateClient(ctx, bcl))
+	if got, err := s.ClientByID(ctx, "bcl"); err != nil || got.BackchannelLogoutURI != bcl.BackchannelLogoutURI || !got.BackchannelLogoutSessionRequired {
+		t.Fatalf("ClientByID: got %+v, %v; want its back-channel logout registration", got, err)
+	}
+	quiet := mustCreateClient(t, s, "quiet")
+	u := mustCreateUser(t, s, "bcl@example.com")
+	one, two := mustSession(t, s, u.ID, t0.Add(time.Hour)), mustSession(t, s, u.ID, t0.Add(2*time.Hour))
+	for _, r := range []struct{ sid, client string }{{one.SID, "bcl"}, {one.SID, "quiet"}, {one.SID, "bcl"}, {two.SID, "bcl"}} {
+		mustNoErr(t, "RecordSessionClient", s.RecordSessionClient(ctx, r.sid, r.client))
+	}
+	for _, g := range []struct {
+		name, sid string
+		client    *storage.Client
+	}{{"one", one.SID, bcl}, {"one-quiet", one.SID, quiet}, {"two", two.SID, bcl}} {
+		req := grantIn(t, g.client, u.ID, g.sid)
+		mustNoErr(t, "create code", s.CreateAuthorizeCodeSession(ctx, "code-"+g.name, req))
+		mustNoErr(t, "create refresh token", s.CreateRefreshTokenSession(ctx, "rt-"+g.name, "at-"+g.name, req))
+	}
+	wantGrants := func(when, name string, revoked bool) {
+		t.Helper()
+		var wantCode, wantRT error
+		if revoked {
+			wantCode, wantRT = fosite.ErrInvalidatedAuthorizeCode, fosite.ErrInactiveToken
+		}
+		_, err := s.GetAuthorizeCodeSession(ctx, "code-"+name, newSession())
+		checkErr(t, when+": code "+name, err, wantCode)
+		_, err = s.GetRefreshTokenSession(ctx, "rt-"+name, newSession())
+		checkErr(t, when+": refresh token "+name, err, wantRT)
+	}
+
+	failed := errors.New("the logout failed")
+	err := s.InTx(ctx, func(ctx context.Context) error {
+		mustNoErr(t, "DeleteSession in a transaction", s.DeleteSession(ctx, one.IDHash))
+		return failed
+	})
+	checkErr(t, "rolled-back transaction", err, failed)
+	if got := pending(t, s); len(got) != 0 {
+		t.Errorf("outbox after a rollback: got %+v, want empty", got)
+	}
+	wantGrants("after a rollback", "one", false)
+
+	mustNoErr(t, "DeleteSession", s.DeleteSession(ctx, one.IDHash))
+	mustNoErr(t, "DeleteSession again", s.DeleteSession(ctx, one.IDHash))
+	checkErr(t, "RecordSessionClient of an ended session", s.RecordSessionClient(ctx, one.SID, "bcl"), storage.ErrNotFound)
+	got := pending(t, s)
+	if len(got) != 1 || got[0].ClientID != "bcl" || got[0].SID != one.SID || got[0].Subject != u.ID || got[0].Attempts != 0 || got[0].ID == "" {
+		t.Fatalf("outbox after the session ended: got %+v, want one message to bcl for %s", got, one.SID)
+	}
+	wantGrants("after the end", "one", true)
+	wantGrants("after the end", "one-quiet", true)
+	wantGrants("after the end of another session", "two", false)
+
+	// The janitor ends the expired session the same way.
+	_, err = s.DeleteExpired(ctx, t0.Add(3*time.Hour), 0)
+	mustNoErr(t, "DeleteExpired", err)
+	got = pending(t, s)
+	if len(got) != 2 || got[1].SID != two.SID || got[1].ID == got[0].ID {
+		t.Fatalf("outbox after the janitor: got %+v, want a second message for %s", got, two.SID)
+	}
+	wantGrants("after the janitor", "two", true)
+	_, _, err = s.SessionByIDHash(ctx, two.IDHash, t0)
+	checkErr(t, "expired session after the janitor", err, publicauth.ErrSessionNotFound)
+}
+
+// testClaimLogouts: concurrent claims share the due messages out without overlap; a claim
+// holds its messages for the lease; delivered messages go; a message given up on is never
+// claimed again and stays until the janitor deletes it after its keep time.
+func testClaimLogouts(t *testing.T, s *storage.Store) {
+	ctx := context.Background()
+	bcl := newClient("bcl")
+	bcl.BackchannelLogoutURI = "https://bcl.example/logout"
+	mustNoErr(t, "CreateClient", s.CreateClient(ctx, bcl))
+	u := mustCreateUser(t, s, "claims@example.com")
+	const n = 12
+	for range n {
+		sess := mustSession(t, s, u.ID, t0)
+		mustNoErr(t, "RecordSessionClient", s.RecordSessionClient(ctx, sess.SID, "bcl"))
+	}
+	mustNoErr(t, "DeleteUserSessions", s.DeleteUserSessions(ctx, u.ID))
+	if got := pending(t, s); len(got) != n {
+		t.Fatalf("outbox: %d messages, want %d", len(got), n)
+	}
+	now := time.Now().Add(time.Minute)
+	const lease = time.Minute
+
+	var mu sync.Mutex
+	claimed := map[string]int{}
+	errs := runConcurrently(6, func(int) error {
+		msgs, err := s.ClaimLogouts(ctx, now, lease, 5)
+		mu.Lock()
+		defer mu.Unlock()
+		for _, m := range msgs {
+			claimed[m.ID]++
+			if m.Attempts != 1 {
+				t.Errorf("claimed %s with attempts %d, want 1", m.ID, m.Attempts)
+			}
+		}
+		return err
+	})
+	for _, err := range errs {
+		mustNoErr(t, "ClaimLogouts", err)
+	}
+	total := 0
+	for id, c := range claimed {
+		total += c
+		if c != 1 {
+			t.Errorf("message %s claimed %d times at once", id, c)
+		}
+	}
+	// Six claims of five each can take all twelve; with SKIP LOCKED or the write lock none
+	// is taken twice. Claim what is left, if anything, then nothing is due.
+	rest, err := s.ClaimLogouts(ctx, now, lease, n)
+	mustNoErr(t, "ClaimLogouts", err)
+	if total+len(rest) != n {
+		t.Errorf("claimed %d + %d messages, want %d", total, len(rest), n)
+	}
+	if more, err := s.ClaimLogouts(ctx, now.Add(lease-time.Second), lease, n); err != nil || len(more) != 0 {
+		t.Errorf("claim within the lease: got %d messages, %v; want none", len(more), err)
+	}
+
+	after := now.Add(lease + time.Second)
+	again, err := s.ClaimLogouts(ctx, after, lease, n)
+	mustNoErr(t, "ClaimLogouts after the lease", err)
+	if len(again) != n || again[0].Attempts != 2 {
+		t.Fatalf("claim after the lease: got %d messages (attempts %d), want %d at attempt 2", len(again), again[0].Attempts, n)
+	}
+	mustNoErr(t, "LogoutDelivered", s.LogoutDelivered(ctx, again[0].ID))
+	mustNoErr(t, "LogoutFailed (retry)", s.LogoutFailed(ctx, again[1].ID, "503", after.Add(10*time.Second), false, after, 0))
+	mustNoErr(t, "LogoutFailed (give up)", s.LogoutFailed(ctx, again[2].ID, "gone", after, true, after, 24*time.Hour))
+	retry, err := s.ClaimLogouts(ctx, after.Add(10*time.Second), lease, n)
+	mustNoErr(t, "ClaimLogouts at the retry", err)
+	if len(retry) != 1 || retry[0].ID != again[1].ID {
+		t.Errorf("claim at the retry time: got %+v, want only %s", retry, again[1].ID)
+	}
+	late, err := s.ClaimLogouts(ctx, after.Add(48*time.Hour), lease, n)
+	mustNoErr(t, "ClaimLogouts much later", err)
+	if len(late) != n-2 {
+		t.Errorf("claim much later: got %d, want %d (not the delivered one, not the failed one)", len(late), n-2)
+	}
+	var failedMsg *storage.LogoutMessage
+	for _, m := range pending(t, s) {
+		if m.ID == again[2].ID {
+			failedMsg = &m
+		}
+		if m.ID == again[0].ID {
+			t.Errorf("the delivered message is still in the outbox")
+		}
+	}
+	if failedMsg == nil || failedMsg.FailedAt == nil || failedMsg.LastError != "gone" {
+		t.Fatalf("the given-up message: got %+v, want it kept, marked failed", failedMsg)
+	}
+	_, err = s.DeleteExpired(ctx, after.Add(25*time.Hour), 0)
+	mustNoErr(t, "DeleteExpired", err)
+	for _, m := range pending(t, s) {
+		if m.ID == again[2].ID {
+			t.Errorf("the given-up message outlived its keep time")
+		}
+	}
+}
+
+// testSessionEndRacesAuthorization: a session ending while a code is issued in it either
+// sees the client (and queues its logout message) or makes the issue fail: a client is
+// never recorded in a session that has ended without being told.
+func testSessionEndRacesAuthorization(t *testing.T, s *storage.Store) {
+	ctx := context.Background()
+	bcl := newClient("bcl")
+	bcl.BackchannelLogoutURI = "https://bcl.example/logout"
+	mustNoErr(t, "CreateClient", s.CreateClient(ctx, bcl))
+	u := mustCreateUser(t, s, "race@example.com")
+	const rounds = 20
+	recorded := map[string]bool{}
+	for range rounds {
+		sess := mustSession(t, s, u.ID, t0)
+		var recordErr, endErr error
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			recordErr = s.InTx(ctx, func(ctx context.Context) error {
+				return s.RecordSessionClient(ctx, sess.SID, "bcl")
+			})
+		}()
+		go func() { defer wg.Done(); endErr = s.DeleteSession(ctx, sess.IDHash) }()
+		wg.Wait()
+		mustNoErr(t, "DeleteSession", endErr)
+		if recordErr != nil && !errors.Is(recordErr, storage.ErrNotFound) {
+			t.Fatalf("RecordSessionClient: %v", recordErr)
+		}
+		recorded[sess.SID] = recordErr == nil
+	}
+	queued := map[string]bool{}
+	for _, m := range pending(t, s) {
+		queued[m.SID] = true
+	}
+	for sid, ok := range recorded {
+		if ok != queued[sid] {
+			t.Errorf("session %s: client recorded %v, logout queued %v; want both or neither", sid, ok, queued[sid])
+		}
+	}
+}
