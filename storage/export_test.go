@@ -32,7 +32,8 @@ func (s *Store) CreateUserWithLegacyKey(ctx context.Context, u *publicauth.User)
 		return err
 	}
 	m.Email, m.EmailLower = email, strings.ToLower(email)
-	return s.conn(ctx).Create(m).Error
+	// Those releases had no profile column either (migration 18).
+	return s.conn(ctx).Omit("profile").Create(m).Error
 }
 
 // EmailKeyOf returns the stored email key of user id.
