@@ -28,6 +28,11 @@
 //     values (a request id, a trace span). It should return quickly: hand slow work, such
 //     as a network call, to a queue of its own.
 //
+// An Emitter may also record each event (WithRecorder): the provider writes it to the audit
+// trail, storage's security_events, inside the transaction of the change, so the change and
+// its record commit or roll back together. RecordOf is the one place that turns an event
+// into such a record.
+//
 // Events carry ids, never secrets: no password, token, PIN or client secret. A token is
 // named by its jti (TokenIssued.TokenID) and its grant (GrantID). An email address appears
 // only in events about that address (UserRegistered, EmailVerified); a failed login never

@@ -74,16 +74,35 @@ func WithRequest(ctx context.Context, clientIP netip.Addr, userAgent string) con
 // commit, safely, in the request. A nil *Emitter, and one with a nil Sink, drop every event.
 // It is safe for concurrent use.
 type Emitter struct {
-	sink Sink
-	log  *slog.Logger
-	now  func() time.Time
+	sink   Sink
+	record Recorder
+	log    *slog.Logger
+	now    func() time.Time
+}
+
+// Recorder writes an event to the audit trail, inside the transaction ctx carries (or on
+// its own without one): the change and its record commit or roll back together. Its error
+// is Emit's, which the emitting change returns so that it rolls back.
+type Recorder func(ctx context.Context, e Event) error
+
+// EmitterOption configures an Emitter.
+type EmitterOption func(*Emitter)
+
+// WithRecorder makes the Emitter write every event through rec as it is emitted, in the
+// emitting transaction, before (and independently of) its delivery to the sink.
+func WithRecorder(rec Recorder) EmitterOption {
+	return func(em *Emitter) { em.record = rec }
 }
 
 // NewEmitter returns an Emitter delivering to sink, logging a sink's panic to log
 // (slog.Default() when nil) and stamping Meta.At with now (time.Now when nil). It returns
-// nil for a nil sink, which drops every event.
-func NewEmitter(sink Sink, log *slog.Logger, now func() time.Time) *Emitter {
-	if sink == nil {
+// nil for a nil sink without a recorder (WithRecorder), which drops every event.
+func NewEmitter(sink Sink, log *slog.Logger, now func() time.Time, opts ...EmitterOption) *Emitter {
+	em := &Emitter{sink: sink}
+	for _, o := range opts {
+		o(em)
+	}
+	if sink == nil && em.record == nil {
 		return nil
 	}
 	if log == nil {
@@ -92,15 +111,18 @@ func NewEmitter(sink Sink, log *slog.Logger, now func() time.Time) *Emitter {
 	if now == nil {
 		now = time.Now
 	}
-	return &Emitter{sink: sink, log: log, now: now}
+	em.log, em.now = log, now
+	return em
 }
 
-// Emit stamps e (Meta.At when zero, and the request data of ctx, see WithRequest) and
-// delivers it: once the transaction ctx carries commits, or at once without one; never
-// when that transaction rolls back. A panic in the sink is recovered and logged.
-func (em *Emitter) Emit(ctx context.Context, e Event) {
-	if em == nil || em.sink == nil {
-		return
+// Emit stamps e (Meta.At when zero, and the request data of ctx, see WithRequest), records
+// it (WithRecorder) in the transaction ctx carries, and delivers it: once that transaction
+// commits, or at once without one; never when it rolls back. A panic in the sink is
+// recovered and logged. The error is the recorder's: the caller returns it, so that its
+// change rolls back rather than commit without its record; the event is then not delivered.
+func (em *Emitter) Emit(ctx context.Context, e Event) error {
+	if em == nil {
+		return nil
 	}
 	m := e.meta()
 	if m.At.IsZero() {
@@ -109,7 +131,22 @@ func (em *Emitter) Emit(ctx context.Context, e Event) {
 	if r, ok := ctx.Value(requestKey{}).(request); ok && !m.ClientIP.IsValid() && m.UserAgent == "" {
 		m.ClientIP, m.UserAgent = r.ip, r.userAgent
 	}
-	aftercommit.Do(ctx, func(ctx context.Context) { em.deliver(ctx, e) })
+	if em.record != nil {
+		if err := em.record(ctx, e); err != nil {
+			return err
+		}
+	}
+	if em.sink != nil {
+		aftercommit.Do(ctx, func(ctx context.Context) { em.deliver(ctx, e) })
+	}
+	return nil
+}
+
+// Request returns the client address and user agent WithRequest recorded on ctx: the zero
+// Addr and "" without one.
+func Request(ctx context.Context) (netip.Addr, string) {
+	r, _ := ctx.Value(requestKey{}).(request)
+	return r.ip, r.userAgent
 }
 
 // deliver calls the sink, recovering a panic.

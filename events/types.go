@@ -244,3 +244,50 @@ func (*ConsentWithdrawn) Name() string { return "consent.withdrawn" }
 
 // Name implements Event.
 func (*PermissionChanged) Name() string { return "permission.changed" }
+
+// IdentityLinked fires when an upstream identity (a social or OpenID Connect login) was
+// linked to an existing account. A first upstream login that creates the account is a
+// UserRegistered instead.
+type IdentityLinked struct {
+	Meta
+	UserID string
+	// Provider is the upstream provider: "google", "facebook", "oidc:<name>".
+	Provider string
+}
+
+// Actions of ClientChanged.
+const (
+	ClientCreated       = "created"
+	ClientUpdated       = "updated"
+	ClientSecretRotated = "secret_rotated"
+	ClientDeleted       = "deleted"
+)
+
+// ClientChanged fires when an operator created, changed, deleted a client, or rotated its
+// secret (the admin command line, provider.CreateClient and its siblings). It never carries
+// the secret.
+type ClientChanged struct {
+	Meta
+	ClientID string
+	// Action is one of ClientCreated, ClientUpdated, ClientSecretRotated, ClientDeleted.
+	Action string
+}
+
+// KeyAdded fires when a signing key was added: by an operator's rotation, or on schedule.
+type KeyAdded struct {
+	Meta
+	KID       string
+	Algorithm string
+	// Scheduled is true for a rotation by Config.KeyRotationInterval.
+	Scheduled bool
+}
+
+// Name implements Event.
+func (*IdentityLinked) Name() string { return "identity.linked" }
+
+// Name implements Event: "client.created", "client.updated", "client.secret_rotated" or
+// "client.deleted".
+func (e *ClientChanged) Name() string { return "client." + e.Action }
+
+// Name implements Event.
+func (*KeyAdded) Name() string { return "key.added" }

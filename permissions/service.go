@@ -227,9 +227,13 @@ func (s *Service) change(ctx context.Context, by Actor, action, userID, clientID
 			if err := s.store.AddAuditEntry(ctx, entry); err != nil {
 				return err
 			}
-			s.events.Emit(ctx, changedEvent(entry))
+			if err := s.events.Emit(ctx, changedEvent(entry)); err != nil {
+				return err
+			}
 			if action == ActionRevoke && !s.cfg.KeepTokensOnRevoke {
-				s.events.Emit(ctx, &events.FamilyRevoked{Reason: events.ReasonPermissionRevoked, Subject: userID, ClientID: clientID})
+				if err := s.events.Emit(ctx, &events.FamilyRevoked{Reason: events.ReasonPermissionRevoked, Subject: userID, ClientID: clientID}); err != nil {
+					return err
+				}
 				return s.store.RevokeTokensOf(ctx, userID, clientID)
 			}
 			return nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/gatehouse-id/gatehouse/events"
 	"github.com/gatehouse-id/gatehouse/publicauth"
 	"github.com/gatehouse-id/gatehouse/storage"
 )
@@ -219,7 +220,9 @@ func (p *Provider) CreateClient(ctx context.Context, spec ClientSpec) (ClientInf
 	}
 	c.CreatedAt = p.now().UTC()
 	c.UpdatedAt = c.CreatedAt
-	if err := p.store.CreateClient(ctx, c); errors.Is(err, storage.ErrConflict) {
+	if err := p.inTxRecording(ctx, &events.ClientChanged{ClientID: c.ID, Action: events.ClientCreated}, func(ctx context.Context) error {
+		return p.store.CreateClient(ctx, c)
+	}); errors.Is(err, storage.ErrConflict) {
 		return ClientInfo{}, fmt.Errorf("%w: %s", ErrClientExists, c.ID)
 	} else if err != nil {
 		return ClientInfo{}, err
@@ -413,8 +416,10 @@ func (p *Provider) UpdateClient(ctx context.Context, id string, up ClientUpdate)
 		if err := p.store.UpdateClient(ctx, c); err != nil {
 			return clientNotFound(err)
 		}
-		secret, err = p.reissueSecretFor(ctx, c)
-		return err
+		if secret, err = p.reissueSecretFor(ctx, c); err != nil {
+			return err
+		}
+		return p.events.Emit(ctx, &events.ClientChanged{ClientID: id, Action: events.ClientUpdated})
 	})
 	if err != nil {
 		return ClientInfo{}, err
@@ -454,8 +459,10 @@ func (p *Provider) RotateClientSecret(ctx context.Context, id string) (string, e
 	if err := p.setClientSecret(ctx, c, secret); err != nil {
 		return "", err
 	}
-	if err := p.store.SetClientSecret(ctx, id, c.SecretHash, c.SecretSealed); err != nil {
-		return "", clientNotFound(err)
+	if err := p.inTxRecording(ctx, &events.ClientChanged{ClientID: id, Action: events.ClientSecretRotated}, func(ctx context.Context) error {
+		return clientNotFound(p.store.SetClientSecret(ctx, id, c.SecretHash, c.SecretSealed))
+	}); err != nil {
+		return "", err
 	}
 	return secret, nil
 }
@@ -476,7 +483,9 @@ func (p *Provider) ListClients(ctx context.Context) ([]ClientInfo, error) {
 // DeleteClient removes a client with its codes, tokens and consents; ErrClientNotFound
 // (matching ErrNotFound) when there is none.
 func (p *Provider) DeleteClient(ctx context.Context, id string) error {
-	return clientNotFound(p.store.DeleteClient(ctx, id))
+	return p.inTxRecording(ctx, &events.ClientChanged{ClientID: id, Action: events.ClientDeleted}, func(ctx context.Context) error {
+		return clientNotFound(p.store.DeleteClient(ctx, id))
+	})
 }
 
 // UserSpec describes a user to create (CreateUser).

@@ -111,6 +111,16 @@ type Config struct {
 	// JanitorInterval is how often expired rows are deleted: default DefaultJanitorInterval
 	// (10 minutes); a negative value turns the janitor off.
 	JanitorInterval time.Duration
+	// SecurityEventRetention is how long the audit trail (security_events, see
+	// README "Audit trail") keeps an event before the janitor deletes it: default
+	// DefaultSecurityEventRetention (365 days); a negative value keeps events forever.
+	SecurityEventRetention time.Duration
+	// TruncateEventIPs stores the client address of each security event cut to its
+	// network (an IPv4 /24, an IPv6 /48) instead of whole. Default false: an operator
+	// investigating an attack needs the exact address (to block it, to match an abuse
+	// report), and SecurityEventRetention already bounds how long it is kept; turn it on
+	// where data minimisation outweighs that (the network still shows a region or provider).
+	TruncateEventIPs bool
 	// KeyReloadInterval is how often the key set is re-read from the database, so a key
 	// rotated on another replica is published here too: default DefaultKeyReloadInterval
 	// (1 minute). A rotated key
@@ -239,6 +249,8 @@ const (
 	DefaultClientCacheRefresh    = storage.DefaultClientCacheRefresh
 	DefaultKeyReloadInterval     = time.Minute
 	DefaultKeyRotationInterval   = 30 * 24 * time.Hour
+	// DefaultSecurityEventRetention is the default of Config.SecurityEventRetention.
+	DefaultSecurityEventRetention = 365 * 24 * time.Hour
 )
 
 // withDefaults returns cfg with every zero field set to its documented default, or an error
@@ -264,6 +276,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	def(&cfg.JanitorInterval, DefaultJanitorInterval)
 	def(&cfg.KeyReloadInterval, DefaultKeyReloadInterval)
 	def(&cfg.KeyRotationInterval, DefaultKeyRotationInterval)
+	def(&cfg.SecurityEventRetention, DefaultSecurityEventRetention)
 	if cfg.AccessTokenAlg == "" {
 		cfg.AccessTokenAlg = DefaultAccessTokenAlg
 	}

@@ -49,11 +49,19 @@ type (
 	ConsentWithdrawn = events.ConsentWithdrawn
 	// PermissionChanged: a permission record was created or changed.
 	PermissionChanged = events.PermissionChanged
+	// IdentityLinked: an upstream identity was linked to an existing account.
+	IdentityLinked = events.IdentityLinked
+	// ClientChanged: an operator created, changed, rekeyed or deleted a client.
+	ClientChanged = events.ClientChanged
+	// KeyAdded: a signing key was added, by hand or on schedule.
+	KeyAdded = events.KeyAdded
 )
 
 // WithEvents makes the provider call sink with every event it emits: logins, registrations,
-// verifications, password changes, tokens issued and revoked, families of tokens revoked,
-// consents and permission changes (see Event). sink runs once the change has committed,
+// verifications, password changes, linked identities, tokens issued and revoked, families
+// of tokens revoked, consents, permission changes, client changes and signing keys added
+// (see Event). The audit trail records them whether or not there is a sink (README
+// "Audit trail"). sink runs once the change has committed,
 // never while a database transaction is open, and never for a change that rolled back. It
 // runs synchronously on the goroutine of the request that made the change, with that
 // request's context, so it should return quickly; a panic in it is recovered and logged,
@@ -62,18 +70,17 @@ func WithEvents(sink func(ctx context.Context, e Event)) Option {
 	return func(o *options) error { o.events = sink; return nil }
 }
 
-// emitter is the Emitter of the sink WithEvents gave, nil without one. It keeps no state,
-// so every part of the provider may build its own.
-func (o options) emitter() *events.Emitter {
-	return events.NewEmitter(o.events, o.logger, o.now)
+// emitter is the Emitter of the provider's events: it records each in store's audit trail
+// (storage.Store.RecordSecurityEvent), in the transaction of its change, and delivers it
+// to the sink WithEvents gave, if any. It keeps no state, so every part of the provider
+// may build its own.
+func (o options) emitter(store *storage.Store) *events.Emitter {
+	return events.NewEmitter(o.events, o.logger, o.now, events.WithRecorder(store.RecordSecurityEvent))
 }
 
 // eventRequest records r's client address and user agent on ctx for the events emitted
-// while serving it; without a sink it returns ctx unchanged.
+// (and the permission audit entries written) while serving it.
 func (p *Provider) eventRequest(ctx context.Context, r *http.Request) context.Context {
-	if p.events == nil {
-		return ctx
-	}
 	return events.WithRequest(ctx, publicauth.ClientIP(r, p.cfg.PublicAuth.TrustedProxies), r.UserAgent())
 }
 
@@ -168,7 +175,8 @@ func (s eventStore) GetAuthorizeCodeSession(ctx context.Context, signature strin
 func (s eventStore) RevokeRefreshToken(ctx context.Context, requestID string) error {
 	err := s.Store.RevokeRefreshToken(ctx, requestID)
 	if w, _ := ctx.Value(grantWatchKey{}).(*grantWatch); err == nil && w != nil && w.spent != nil && w.spent.GetID() == requestID {
-		s.events.Emit(ctx, &events.FamilyRevoked{Reason: w.reason, Subject: subjectOf(w.spent),
+		// Recorded in fosite's transaction: the revocation and its record commit together.
+		err = s.events.Emit(ctx, &events.FamilyRevoked{Reason: w.reason, Subject: subjectOf(w.spent),
 			ClientID: w.spent.GetClient().GetID(), GrantID: requestID})
 	}
 	return err

@@ -107,6 +107,12 @@ func (n *eventNames) describe(t *testing.T, e provider.Event) string {
 	case *provider.PermissionChanged:
 		s = fmt.Sprintf("%s %s %s %s:%s %s/%s -> %s/%s", n.of(e.UserID), e.ClientID, e.Action,
 			e.ActorKind, n.of(e.ActorID), n.of(e.OldStatus), n.of(e.OldRole), e.NewStatus, e.NewRole)
+	case *provider.ClientChanged:
+		s = fmt.Sprintf("%s %s", e.ClientID, e.Action)
+	case *provider.IdentityLinked:
+		s = fmt.Sprintf("%s %s", n.of(e.UserID), e.Provider)
+	case *provider.KeyAdded:
+		s = fmt.Sprintf("%s scheduled=%t", e.Algorithm, e.Scheduled)
 	default:
 		t.Fatalf("unknown event %T", e)
 	}
@@ -139,6 +145,7 @@ func TestEventsOfFlows(t *testing.T) {
 			Scopes:     []string{"openid", "profile", "email", "offline_access", "manage_permissions"},
 			GrantTypes: []string{"authorization_code", "refresh_token", "client_credentials"}})
 		rp := e.relyingParty(t, app)
+		log.take() // client.created app via go
 		names := &eventNames{names: map[string]string{}}
 		step := func(what string, want ...string) []provider.Event {
 			t.Helper()
@@ -343,9 +350,10 @@ func TestPanickingEventSink(t *testing.T) {
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		// user.registered, login.succeeded, consent.granted, and two token.issued.
-		if panicked != 5 {
-			t.Errorf("the sink was called %d times, want 5", panicked)
+		// client.created, user.registered, login.succeeded, consent.granted, and two
+		// token.issued.
+		if panicked != 6 {
+			t.Errorf("the sink was called %d times, want 6", panicked)
 		}
 	})
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/gatehouse-id/gatehouse/events"
 )
 
 // rotateDue adds a new key for every algorithm whose active key is rotateEvery old: the
@@ -40,6 +42,11 @@ func (ks *keySet) rotateDue(ctx context.Context) error {
 		case rotated:
 			ks.log.InfoContext(ctx, "rotated signing key on schedule", "alg", alg, "kid", k.KID,
 				"signs_from", k.CreatedAt.Add(ks.activation))
+			// RotateSigningKey decides the race among replicas in its own statement; the
+			// record follows it, by the one replica that won.
+			if err := ks.events.Emit(ctx, &events.KeyAdded{KID: k.KID, Algorithm: alg, Scheduled: true}); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	// Publish the new keys, ours or the winner's, now rather than at the next reload.

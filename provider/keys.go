@@ -21,6 +21,7 @@ import (
 
 	"github.com/go-jose/go-jose/v3"
 
+	"github.com/gatehouse-id/gatehouse/events"
 	"github.com/gatehouse-id/gatehouse/storage"
 )
 
@@ -34,6 +35,8 @@ type keyStore interface {
 	// at or before due, and reports whether it added k: of replicas racing to rotate, the
 	// database lets exactly one do it.
 	RotateSigningKey(ctx context.Context, k *storage.SigningKey, due time.Time) (bool, error)
+	// InTx runs fn in one transaction carried by the context fn receives.
+	InTx(ctx context.Context, fn func(ctx context.Context) error) error
 }
 
 // signingKey is a decrypted key of the set.
@@ -65,6 +68,8 @@ type keySet struct {
 	// 0 or negative never rotates on schedule.
 	rotateEvery time.Duration
 	log         *slog.Logger
+	// events records (and delivers) a KeyAdded per key added; nil records nothing.
+	events *events.Emitter
 
 	mu         sync.RWMutex
 	decrypted  map[string]*signingKey // every key ever decrypted, by kid; keys never change
@@ -108,11 +113,25 @@ func (ks *keySet) ensure(ctx context.Context) error {
 
 // rotate adds a new key for every algorithm. It signs once activation has passed; the
 // previous ones sign until then and stay published until every token they signed has expired.
+// The new keys and their key.added records commit together.
 func (ks *keySet) rotate(ctx context.Context) error {
-	for _, alg := range supportedAlgs {
-		if err := ks.add(ctx, alg); err != nil {
-			return err
+	err := ks.store.InTx(ctx, func(ctx context.Context) error {
+		for _, alg := range supportedAlgs {
+			k, err := ks.newKey(alg)
+			if err != nil {
+				return err
+			}
+			if err := ks.store.AddSigningKey(ctx, k); err != nil {
+				return err
+			}
+			if err := ks.events.Emit(ctx, &events.KeyAdded{KID: k.KID, Algorithm: alg}); err != nil {
+				return err
+			}
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	return ks.load(ctx)
 }

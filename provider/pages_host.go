@@ -159,13 +159,19 @@ func (h uiHost) DecideConsent(w http.ResponseWriter, r *http.Request, token stri
 			}
 		}
 	}
-	if err := p.store.SaveConsent(ctx, &storage.Consent{
-		UserID: user.ID, ClientID: row.ClientID, Scopes: granted, GrantedAt: p.now().UTC(),
-	}); err != nil {
+	// The consent and its consent.granted record commit together.
+	err = p.store.InTx(ctx, func(ctx context.Context) error {
+		if err := p.store.SaveConsent(ctx, &storage.Consent{
+			UserID: user.ID, ClientID: row.ClientID, Scopes: granted, GrantedAt: p.now().UTC(),
+		}); err != nil {
+			return err
+		}
+		return p.events.Emit(ctx, &events.ConsentGranted{UserID: user.ID, ClientID: row.ClientID, Scopes: granted})
+	})
+	if err != nil {
 		p.authorizeError(w, r, ar, fosite.ErrServerError.WithWrap(err))
 		return
 	}
-	p.events.Emit(ctx, &events.ConsentGranted{UserID: user.ID, ClientID: row.ClientID, Scopes: granted})
 	authTime := session.AuthTime
 	if row.UserID == user.ID && row.AuthTime != nil {
 		authTime = *row.AuthTime

@@ -39,7 +39,7 @@ type Provider struct {
 	random   io.Reader
 	store    *storage.Store
 	ownStore bool
-	events   *events.Emitter // nil without WithEvents
+	events   *events.Emitter // records to the audit trail, and delivers to WithEvents's sink
 
 	keys     *keySet
 	verifier *accessTokenVerifier
@@ -99,7 +99,7 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	if o.accounts != nil && len(cfg.Social.upstreams()) > 0 {
 		return nil, errors.New("provider: social and upstream login need Gatehouse's own accounts: drop Config.Social or WithAccounts")
 	}
-	p := &Provider{cfg: cfg, log: o.logger, now: o.now, random: o.random, store: o.store, claims: o.claims, events: o.emitter(), stats: newOpsCounters(), tracer: o.tracer}
+	p := &Provider{cfg: cfg, log: o.logger, now: o.now, random: o.random, store: o.store, claims: o.claims, stats: newOpsCounters(), tracer: o.tracer}
 	p.mount, _ = mountpath.Of(cfg.Issuer) // withDefaults checked it
 	if p.store == nil {
 		if p.store, err = storage.Open(ctx, cfg.DSN, storage.WithLogger(o.logger), storage.WithPool(cfg.DBPool),
@@ -127,8 +127,9 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	if err != nil {
 		return fail(err)
 	}
+	p.events = o.emitter(p.store)
 	p.keys = &keySet{
-		store: p.store, sealer: seal, random: o.random, now: o.now, log: o.logger,
+		store: p.store, events: p.events, sealer: seal, random: o.random, now: o.now, log: o.logger,
 		// Every replica publishes a rotated key before any signs with it: one reload
 		// interval, plus slack for a reload that runs late.
 		activation: keyActivation(cfg),
@@ -149,6 +150,8 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	// Revocation rules must outlive the longest access token issued before them.
 	p.store.CoverAccessTokenLifespan(cfg.AccessTokenLifespan)
 	p.store.SetRefreshReuseGrace(cfg.RefreshReuseGrace)
+	p.store.SetSecurityEventRetention(max(cfg.SecurityEventRetention, 0)) // negative: forever
+	p.store.SetSecurityEventIPTruncation(cfg.TruncateEventIPs)
 	p.verifier = &accessTokenVerifier{keys: p.keys, store: p.store, issuer: cfg.Issuer, now: o.now}
 	if p.dpop, err = newDPoPVerifier(cfg, p.store, o.now); err != nil {
 		return fail(err)

@@ -169,7 +169,7 @@ func newPublicAuth(cfg Config, store *storage.Store, limiter publicauth.Limiter,
 	mailer = traceMailer(o.tracer, countingMailer{next: mailer, counts: counts})
 	opts := []publicauth.Option{
 		publicauth.WithClock(o.now), publicauth.WithRandom(o.random), publicauth.WithLogger(o.logger),
-		publicauth.WithMailer(mailer), publicauth.WithLimiter(limiter), publicauth.WithEvents(o.emitter()),
+		publicauth.WithMailer(mailer), publicauth.WithLimiter(limiter), publicauth.WithEvents(o.emitter(store)),
 		publicauth.WithAccounts(o.accounts),
 	}
 	if o.beforeRegister != nil {

@@ -30,6 +30,7 @@ func (p *Provider) routes() http.Handler {
 	r.HandleFunc("/api/oauth/introspect", p.failedRequestsLimited(p.basicChallenge(p.introspect))).Methods(post)
 	r.HandleFunc("/api/oauth/logout", p.logout).Methods(get, post)
 
+	p.auditRoutes(r)
 	p.ui.Routes(r)
 	p.auth.Routes(r)
 	p.social.Routes(r)

@@ -18,6 +18,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/provider"
 	"github.com/gatehouse-id/gatehouse/publicauth"
 	"github.com/gatehouse-id/gatehouse/publicauth/smtptest"
+	"github.com/gatehouse-id/gatehouse/storage"
 	"github.com/gatehouse-id/gatehouse/storage/storagetest"
 )
 
@@ -149,6 +150,18 @@ func TestSocialLoginFacebookLinksVerifiedAccount(t *testing.T) {
 			t.Errorf("ID token: got sub %v name %v, want the existing account %s unchanged", tok.claims["sub"], tok.claims["name"], grace.ID)
 		}
 		wantLoginMethods(t, e, br, grace.ID, "password", "facebook")
+		// The link is in the audit trail, then the login it made.
+		rs, err := e.store.ListSecurityEvents(context.Background(), storage.SecurityEventFilter{UserID: grace.ID}, storage.SecurityEventCursor{}, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range rs {
+			got = append(got, r.Type+" "+r.Method)
+		}
+		if want := []string{"user.registered operator", "identity.linked facebook", "login.succeeded facebook"}; !slices.Equal(got, want) {
+			t.Errorf("audit trail of grace: got %v, want %v", got, want)
+		}
 	})
 }
 

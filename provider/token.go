@@ -80,7 +80,7 @@ func (p *Provider) token(w http.ResponseWriter, r *http.Request) {
 	if dpopBound {
 		resp.SetTokenType("DPoP") // RFC 9449 §5.1
 	}
-	p.events.Emit(ctx, tokenIssued(ar, session, resp))
+	_ = p.events.Emit(ctx, tokenIssued(ar, session, resp)) // delivered only: the trail does not record TokenIssued
 	p.oauth.WriteAccessResponse(ctx, w, ar, resp)
 }
 
@@ -116,7 +116,11 @@ func (p *Provider) revoke(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if e := watch.tokenRevoked(); e != nil {
-		p.events.Emit(ctx, e)
+		// fosite's revocation has committed: the record is its own statement, and the
+		// token stays revoked if it fails.
+		if err := p.events.Emit(ctx, e); err != nil {
+			p.log.ErrorContext(ctx, "recording a token revocation failed", "error", err)
+		}
 	}
 	p.oauth.WriteRevocationResponse(r.Context(), w, nil)
 }

@@ -40,13 +40,20 @@ func (s *Service) loginFailed(ctx context.Context, method string, u *User, err e
 	if u != nil {
 		e.UserID = u.ID
 	}
-	s.events.Emit(ctx, e)
+	// No change to attach it to: it is its own statement. The login is refused either way,
+	// so a failure to record it is logged, not answered.
+	if err := s.events.Emit(ctx, e); err != nil {
+		s.logger.ErrorContext(ctx, "publicauth: recording a failed login failed", "error", err)
+	}
 }
 
 // grantsRevoked emits what revoking every grant of the user (revokeAccess, DeleteUser)
 // did, for reason: the token families and the consents went. Run inside the change's
-// transaction: the events are delivered once it commits.
-func (s *Service) grantsRevoked(ctx context.Context, userID, reason string) {
-	s.events.Emit(ctx, &events.FamilyRevoked{Reason: reason, Subject: userID})
-	s.events.Emit(ctx, &events.ConsentWithdrawn{UserID: userID, Reason: reason})
+// transaction: the events are recorded in it and delivered once it commits; an error
+// (of recording) must roll it back.
+func (s *Service) grantsRevoked(ctx context.Context, userID, reason string) error {
+	if err := s.events.Emit(ctx, &events.FamilyRevoked{Reason: reason, Subject: userID}); err != nil {
+		return err
+	}
+	return s.events.Emit(ctx, &events.ConsentWithdrawn{UserID: userID, Reason: reason})
 }

@@ -171,29 +171,36 @@ func (ids *Identities) login(ctx context.Context, id Identity, signedIn *User) (
 	if err := ids.s.allowRegistration(ctx, RegisterRequest{Email: u.Email, Name: u.Name}); err != nil {
 		return IdentityLogin{}, err
 	}
-	if err := ids.store.CreateUserWithIdentity(ctx, u, id); err != nil {
+	// The account and its user.registered record commit together.
+	err = ids.s.store.InTx(ctx, func(ctx context.Context) error {
+		if err := ids.store.CreateUserWithIdentity(ctx, u, id); err != nil {
+			return err
+		}
+		return ids.s.events.Emit(ctx, &events.UserRegistered{UserID: u.ID, Email: u.Email, Method: id.Provider})
+	})
+	if err != nil {
 		if errors.Is(err, ErrIdentityTaken) || errors.Is(err, ErrEmailTaken) {
 			return IdentityLogin{Created: true}, err
 		}
 		return IdentityLogin{}, fmt.Errorf("publicauth: create social user: %w", err)
 	}
-	ids.s.events.Emit(ctx, &events.UserRegistered{UserID: u.ID, Email: u.Email, Method: id.Provider})
 	return IdentityLogin{User: u, Created: true}, nil
 }
 
 func (ids *Identities) link(ctx context.Context, userID string, id Identity) (IdentityLogin, error) {
 	var u *User
+	// The link and its identity.linked record commit together.
 	err := ids.s.store.InTx(ctx, func(ctx context.Context) error {
 		var err error
 		if u, err = ids.store.LinkIdentity(ctx, userID, id); err != nil {
 			return err
 		}
-		filled := fillProfile(u.Profile, id.Profile, ids.s.now())
-		if reflect.DeepEqual(filled, u.Profile) {
-			return nil
+		if filled := fillProfile(u.Profile, id.Profile, ids.s.now()); !reflect.DeepEqual(filled, u.Profile) {
+			if u, err = ids.s.store.ChangeUser(ctx, userID, UserChange{Profile: &filled}); err != nil {
+				return err
+			}
 		}
-		u, err = ids.s.store.ChangeUser(ctx, userID, UserChange{Profile: &filled})
-		return err
+		return ids.s.events.Emit(ctx, &events.IdentityLinked{UserID: userID, Provider: id.Provider})
 	})
 	if err != nil {
 		if errors.Is(err, ErrIdentityTaken) {

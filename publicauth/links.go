@@ -365,7 +365,9 @@ func (s *Service) ResetPassword(ctx context.Context, token, password string) (*U
 			return err
 		}
 		// markVerified revoked already when the address was new.
-		s.events.Emit(ctx, &events.PasswordReset{UserID: u.ID})
+		if err := s.events.Emit(ctx, &events.PasswordReset{UserID: u.ID}); err != nil {
+			return err
+		}
 		return s.revokeAccess(ctx, u.ID, events.ReasonPasswordReset)
 	})
 	if err != nil {
@@ -466,7 +468,9 @@ func (s *Service) markVerified(ctx context.Context, u *User) error {
 		return fmt.Errorf("publicauth: mark email verified: %w", err)
 	}
 	u.EmailVerified = true
-	s.events.Emit(ctx, &events.EmailVerified{UserID: u.ID, Email: u.Email})
+	if err := s.events.Emit(ctx, &events.EmailVerified{UserID: u.ID, Email: u.Email}); err != nil {
+		return err
+	}
 	return s.revokeAccess(ctx, u.ID, events.ReasonEmailVerified)
 }
 

@@ -62,11 +62,17 @@ func (s *Service) StartSession(ctx context.Context, w http.ResponseWriter, u *Us
 		CreatedAt: now,
 		ExpiresAt: now.Add(c.lifespan),
 	}
-	if err := s.store.CreateSession(ctx, sess); err != nil {
-		return nil, fmt.Errorf("publicauth: create session: %w", err)
+	// The session and its login.succeeded record commit together.
+	err = s.store.InTx(ctx, func(ctx context.Context) error {
+		if err := s.store.CreateSession(ctx, sess); err != nil {
+			return fmt.Errorf("publicauth: create session: %w", err)
+		}
+		return s.events.Emit(ctx, &events.LoginSucceeded{UserID: u.ID, Method: method, SessionKind: kind, PIN: s.PINRequired(u)})
+	})
+	if err != nil {
+		return nil, err
 	}
 	c.set(w, value, s.secureCookies)
-	s.events.Emit(ctx, &events.LoginSucceeded{UserID: u.ID, Method: method, SessionKind: kind, PIN: s.PINRequired(u)})
 	return sess, nil
 }
 
@@ -191,7 +197,9 @@ func (s *Service) revokeAccess(ctx context.Context, userID, reason string) error
 	if err := s.store.RevokeUserGrants(ctx, userID); err != nil {
 		return fmt.Errorf("publicauth: revoke grants of user: %w", err)
 	}
-	s.grantsRevoked(ctx, userID, reason)
+	if err := s.grantsRevoked(ctx, userID, reason); err != nil {
+		return err
+	}
 	return s.EndAllSessions(ctx, userID)
 }
 

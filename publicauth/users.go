@@ -88,7 +88,15 @@ func (s *Service) Register(ctx context.Context, email, password, name string, si
 	if err := s.allowRegistration(ctx, req); err != nil {
 		return Registration{}, err
 	}
-	u, err := s.users.register(ctx, req)
+	var u *User
+	// The account and its user.registered record commit together.
+	err = s.store.InTx(ctx, func(ctx context.Context) error {
+		var err error
+		if u, err = s.users.register(ctx, req); err != nil {
+			return err
+		}
+		return s.events.Emit(ctx, &events.UserRegistered{UserID: u.ID, Email: u.Email, Method: MethodPassword})
+	})
 	if err != nil {
 		if errors.Is(err, ErrEmailTaken) {
 			return Registration{}, ErrEmailTaken
@@ -98,7 +106,6 @@ func (s *Service) Register(ctx context.Context, email, password, name string, si
 	if !u.EmailVerified && s.verifier != nil {
 		s.mailLinkLater(ctx, u, PurposeVerifyEmail, Destination{})
 	}
-	s.events.Emit(ctx, &events.UserRegistered{UserID: u.ID, Email: u.Email, Method: MethodPassword})
 	return Registration{User: u}, nil
 }
 
@@ -217,7 +224,9 @@ func (s *Service) addPassword(ctx context.Context, u *User, hash string) error {
 		return fmt.Errorf("publicauth: update user: %w", err)
 	}
 	*u = *changed
-	s.events.Emit(ctx, &events.PasswordAdded{UserID: u.ID})
+	if err := s.events.Emit(ctx, &events.PasswordAdded{UserID: u.ID}); err != nil {
+		return err
+	}
 	return s.revokeAccess(ctx, u.ID, events.ReasonPasswordAdded)
 }
 
@@ -231,11 +240,17 @@ func (s *Service) CreateUser(ctx context.Context, in UserInput) (*User, error) {
 			in.Name = email[:strings.LastIndex(email, "@")]
 		}
 	}
-	u, err := s.createUser(ctx, in)
+	var u *User
+	err := s.store.InTx(ctx, func(ctx context.Context) error {
+		var err error
+		if u, err = s.createUser(ctx, in); err != nil {
+			return err
+		}
+		return s.events.Emit(ctx, &events.UserRegistered{UserID: u.ID, Email: u.Email, Method: events.MethodOperator})
+	})
 	if err != nil {
 		return nil, err
 	}
-	s.events.Emit(ctx, &events.UserRegistered{UserID: u.ID, Email: u.Email, Method: events.MethodOperator})
 	return u, nil
 }
 
@@ -247,8 +262,7 @@ func (s *Service) DeleteUser(ctx context.Context, userID string) error {
 		if err := s.store.DeleteUser(ctx, userID); err != nil {
 			return fmt.Errorf("publicauth: delete user: %w", err)
 		}
-		s.grantsRevoked(ctx, userID, events.ReasonUserDeleted)
-		return nil
+		return s.grantsRevoked(ctx, userID, events.ReasonUserDeleted)
 	})
 }
 

@@ -98,6 +98,10 @@ func serveCommand() (c *command, resolve func() (Config, error)) {
 	c.boolVar(&pc.SkipMigrate, "skip-migrate", "GATEHOUSE_SKIP_MIGRATE", false, "do not apply pending migrations at start-up")
 	c.durationVar(&pc.JanitorInterval, "janitor-interval", "GATEHOUSE_JANITOR_INTERVAL", provider.DefaultJanitorInterval,
 		"how often expired rows are deleted; negative turns it off")
+	c.durationVar(&pc.SecurityEventRetention, "security-event-retention", "GATEHOUSE_SECURITY_EVENT_RETENTION", provider.DefaultSecurityEventRetention,
+		"how long the audit trail keeps a security event; negative keeps them forever")
+	c.boolVar(&pc.TruncateEventIPs, "truncate-event-ips", "GATEHOUSE_TRUNCATE_EVENT_IPS", false,
+		"store the client addresses of security events cut to their network (IPv4 /24, IPv6 /48)")
 	c.durationVar(&pc.KeyReloadInterval, "key-reload-interval", "GATEHOUSE_KEY_RELOAD_INTERVAL", provider.DefaultKeyReloadInterval,
 		"how often signing keys are re-read, to pick up a rotation done elsewhere")
 	c.durationVar(&pc.KeyRotationInterval, "key-rotation-interval", "GATEHOUSE_KEY_ROTATION_INTERVAL", provider.DefaultKeyRotationInterval,

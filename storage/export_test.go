@@ -32,7 +32,8 @@ func (s *Store) CreateUserWithLegacyKey(ctx context.Context, u *publicauth.User)
 		return err
 	}
 	m.Email, m.EmailLower = email, strings.ToLower(email)
-	return s.conn(ctx).Create(m).Error
+	// Those releases had no profile column either (migration 18).
+	return s.conn(ctx).Omit("profile").Create(m).Error
 }
 
 // EmailKeyOf returns the stored email key of user id.
@@ -80,7 +81,7 @@ func (s *Store) ModelTableNames() (map[string]string, error) {
 		"consents": &consentModel{}, "signing_keys": &signingKeyModel{},
 		"client_assertion_jtis": &clientAssertionJTIModel{}, "one_time_tokens": &oneTimeTokenModel{},
 		"pin_challenges": &pinChallengeModel{}, "permissions": &permissionModel{},
-		"permission_audit": &permissionAuditModel{}, "user_identities": &identityModel{},
+		"security_events": &securityEventModel{}, "user_identities": &identityModel{},
 		"device_codes":    &deviceCodeModel{},
 		"pushed_requests": &pushedRequestModel{},
 		"session_clients": &sessionClientModel{}, "logout_outbox": &logoutOutboxModel{},

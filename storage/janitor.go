@@ -44,12 +44,13 @@ const defaultJanitorBatch = 1000
 // (authorization codes, access and refresh tokens, PKCE and OpenID Connect rows, login
 // sessions, pending authorization requests, one-time mail tokens, PIN challenges,
 // access-token revocation rules, pushed authorization requests, device codes, given-up
-// logout messages, client-assertion JWT ids), and every used one-time token and PIN
-// challenge, and returns how many it deleted. It deletes at most batch rows per
-// statement (1000 for batch ≤ 0), each statement on its own, so no lock is held for long.
-// An expired login session ends as DeleteSession ends one: its back-channel logout messages
-// are queued in the transaction that deletes its batch. Rows without expiry are kept. On error it returns the count deleted so far with the
-// error.
+// logout messages, client-assertion JWT ids), every used one-time token and PIN challenge,
+// and the security events older than their retention (SetSecurityEventRetention), and
+// returns how many it deleted. It deletes at most batch rows per statement (1000 for batch
+// ≤ 0), each statement on its own, so no lock is held for long. An expired login session
+// ends as DeleteSession ends one: its back-channel logout messages are queued in the
+// transaction that deletes its batch. Rows without expiry are kept. On error it returns
+// the count deleted so far with the error.
 func (s *Store) DeleteExpired(ctx context.Context, now time.Time, batch int) (int64, error) {
 	if batch <= 0 {
 		batch = defaultJanitorBatch
@@ -85,7 +86,8 @@ func (s *Store) DeleteExpired(ctx context.Context, now time.Time, batch int) (in
 			}
 		}
 	}
-	return total, nil
+	n, err := s.deleteOldSecurityEvents(ctx, now, batch)
+	return total + n, err
 }
 
 // deleteExpiredSessions ends the sessions expired at cutoff, batch by batch, each batch in

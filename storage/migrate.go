@@ -228,14 +228,15 @@ func (s *Store) checkNoForeignTables(tx *gorm.DB) error {
 		ErrForeignSchema, strings.Join(clash, ", "), "gatehouse_")
 }
 
-// tableNames lists every table the migrations create, by logical name.
+// tableNames lists every table the migrations leave, by logical name (permission_audit,
+// created by v3, went into security_events in v20).
 func tableNames() []string {
 	return []string{
 		"clients", "users", "sessions", "auth_requests", "authorization_codes", "access_tokens",
 		"refresh_tokens", "pkce_requests", "oidc_sessions", "consents", "signing_keys",
 		"client_assertion_jtis", "one_time_tokens", "pin_challenges", "permissions",
-		"permission_audit", "user_identities", "revocation_rules", "pushed_requests", "device_codes",
-		"session_clients", "logout_outbox",
+		"user_identities", "revocation_rules", "pushed_requests", "device_codes",
+		"session_clients", "logout_outbox", "security_events",
 	}
 }
 

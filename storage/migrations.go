@@ -52,6 +52,7 @@ func migrations() []migration {
 		{version: 19, name: "rotated refresh tokens remember when, for the reuse grace window", up: func(tx *gorm.DB, n schemaNames) error {
 			return execAll(tx, n, schemaV19())
 		}},
+		{version: 20, name: "the audit trail, security_events, absorbing the permission audit log", up: migrateV20},
 	}
 }
 

@@ -35,6 +35,10 @@ type Store struct {
 	accessLifespan atomic.Int64
 	// refreshGrace is the refresh-token reuse grace window (SetRefreshReuseGrace).
 	refreshGrace atomic.Int64
+	// eventRetention and truncateIPs are the audit trail's settings
+	// (SetSecurityEventRetention, SetSecurityEventIPTruncation).
+	eventRetention atomic.Int64
+	truncateIPs    atomic.Bool
 }
 
 type dialect int

@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -36,20 +35,6 @@ func (m *permissionModel) toRecord() *permissions.Record {
 		CreatedAt: timeUTC(m.CreatedAt), UpdatedAt: timeUTC(m.UpdatedAt),
 	}
 }
-
-type permissionAuditModel struct {
-	ID           string `gorm:"primaryKey"`
-	UserID       string
-	ClientID     string
-	ActorType    string
-	ActorID      string
-	Action       string
-	BeforeRecord *string
-	AfterRecord  string
-	At           time.Time
-}
-
-func (permissionAuditModel) TableName(n schema.Namer) string { return n.TableName("permission_audit") }
 
 // Permission returns the record of (userID, clientID) without AppName, or
 // permissions.ErrNoRecord. Inside a transaction on Postgres it takes the row lock
@@ -111,31 +96,6 @@ func (s *Store) SavePermission(ctx context.Context, r *permissions.Record, creat
 	return nil
 }
 
-// AddAuditEntry appends e to the audit log; Before and After are stored as the JSON of
-// permissions.Record.
-func (s *Store) AddAuditEntry(ctx context.Context, e *permissions.AuditEntry) error {
-	after, err := json.Marshal(e.After)
-	if err != nil {
-		return fmt.Errorf("storage: encode audit entry: %w", err)
-	}
-	m := permissionAuditModel{
-		ID: e.ID, UserID: e.UserID, ClientID: e.ClientID, ActorType: e.Actor.Kind, ActorID: e.Actor.ID,
-		Action: e.Action, AfterRecord: string(after), At: utc(e.At),
-	}
-	if e.Before != nil {
-		before, err := json.Marshal(e.Before)
-		if err != nil {
-			return fmt.Errorf("storage: encode audit entry: %w", err)
-		}
-		text := string(before)
-		m.BeforeRecord = &text
-	}
-	if err := s.conn(ctx).Create(&m).Error; err != nil {
-		return fmt.Errorf("storage: add audit entry: %w", err)
-	}
-	return nil
-}
-
 // afterKeyset restricts db to rows after the cursor in the order (timeCol, keyCol).
 func afterKeyset(db *gorm.DB, timeCol, keyCol string, after permissions.Cursor) *gorm.DB {
 	if after.IsZero() {
@@ -162,45 +122,4 @@ func (s *Store) ListPermissions(ctx context.Context, clientID, status string, af
 		out = append(out, ms[i].toRecord())
 	}
 	return out, nil
-}
-
-// ListAuditEntries returns up to limit audit entries matching f after the cursor, ordered
-// by (At, ID).
-func (s *Store) ListAuditEntries(ctx context.Context, f permissions.AuditFilter, after permissions.Cursor, limit int) ([]*permissions.AuditEntry, error) {
-	db := s.conn(ctx)
-	if f.UserID != "" {
-		db = db.Where("user_id = ?", f.UserID)
-	}
-	if f.ClientID != "" {
-		db = db.Where("client_id = ?", f.ClientID)
-	}
-	var ms []permissionAuditModel
-	if err := afterKeyset(db, "at", "id", after).Order("at, id").Limit(limit).Find(&ms).Error; err != nil {
-		return nil, fmt.Errorf("storage: list audit entries: %w", err)
-	}
-	out := make([]*permissions.AuditEntry, 0, len(ms))
-	for i := range ms {
-		e, err := ms[i].toEntry()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, nil
-}
-
-func (m *permissionAuditModel) toEntry() (*permissions.AuditEntry, error) {
-	e := &permissions.AuditEntry{
-		ID: m.ID, UserID: m.UserID, ClientID: m.ClientID, Action: m.Action, At: timeUTC(m.At),
-		Actor: permissions.Actor{Kind: m.ActorType, ID: m.ActorID},
-	}
-	if err := json.Unmarshal([]byte(m.AfterRecord), &e.After); err != nil {
-		return nil, fmt.Errorf("storage: decode audit entry %s: %w", m.ID, err)
-	}
-	if m.BeforeRecord != nil {
-		if err := json.Unmarshal([]byte(*m.BeforeRecord), &e.Before); err != nil {
-			return nil, fmt.Errorf("storage: decode audit entry %s: %w", m.ID, err)
-		}
-	}
-	return e, nil
 }

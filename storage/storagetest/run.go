@@ -54,6 +54,7 @@ func Run(t *testing.T, open func(t *testing.T) *storage.Store) {
 	cases = append(cases, profileCases()...)
 	cases = append(cases, parCases()...)
 	cases = append(cases, backchannelCases()...)
+	cases = append(cases, securityEventCases()...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			c.run(t, open(t))
