@@ -1,0 +1,426 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// The fault suite: every case runs real processes of the built server on a real Postgres
+// (a fresh schema per case) or SQLite file, sends traffic on 127.0.0.1 only, ends by itself
+// within the bound its doc comment states, and logs a summary table (case, injected,
+// measured, lost). `make faults` runs every case at full length (GATEHOUSE_FAULTS_FULL=1);
+// `make test` runs the shortened variants. The harness is faults_harness_test.go.
+
+// TestFaultReplicas: two replicas, one Postgres, one Redis.
+//
+// Injects: nothing but the second replica: every flow crosses them (authorize on A, log in
+// on B, resume on B, exchange on A, refresh on B, introspect and revoke on A, introspect
+// on B); a signing-key rotation by the CLI; a login rate limit of 5/min per IP kept in
+// Redis; an admin's permission revocation on A.
+// Measures: flows run and failed under 16 concurrent flows (60s full, 5s fast); the
+// replica on which the 6th login from one IP is refused; the seconds until both replicas
+// serve the rotated key set; whether B sees A's permission revocation at once.
+// Must lose: nothing: 100% of the flows succeed, the limit is shared, both serve one key
+// set, the revoked grant is inactive on B. Bound: the load plus about 30s.
+func TestFaultReplicas(t *testing.T) {
+	dsn := faultPostgres(t)
+	redisURL := faultRedis(t)
+	fs := newFaultSetup(t, dsn)
+	issuer := "http://" + freeAddr(t) // the load balancer's address: no replica's own
+	flags := []string{"--redis-url", redisURL.String(), "--login-rate-limit", "5/1m", "--trusted-proxies", "127.0.0.1",
+		"--key-reload-interval", "1s", "--lockout", "1000/1m"}
+	a := newReplica(t, fs.gh.bin, "replica A", issuer, dsn, flags...)
+	b := newReplica(t, fs.gh.bin, "replica B", issuer, dsn, flags...)
+	bases := []string{a.base(), b.base()}
+	d := newFlowDriver(fs, func() []string { return bases })
+	ctx := context.Background()
+
+	// One flow crossing the replicas, step by step.
+	if _, err := d.flow(ctx, 0, flowOptions{refreshes: 1, introspect: true, revoke: true}); err != nil {
+		t.Fatalf("a flow across the replicas: %v", err)
+	}
+
+	// The login limit is counted in Redis: 5 logins from one IP, alternating replicas, pass;
+	// the 6th is refused by whichever replica gets it.
+	ip := flowIP()
+	var limitSeen []int
+	for i := range 6 {
+		limitSeen = append(limitSeen, loginStatus(t, bases[i%2], fs.email, ip))
+	}
+	if want := []int{200, 200, 200, 200, 200, 429}; !slices.Equal(limitSeen, want) {
+		t.Errorf("six logins from one IP alternating replicas answered %v, want %v (a limit shared through Redis)", limitSeen, want)
+	}
+
+	// Key rotation by the CLI: both replicas serve the new key set after their reload.
+	before := jwksKids(t, a.base())
+	fs.gh.admin(t, "keys", "rotate")
+	rotated := time.Now()
+	var keysAfter time.Duration
+	for range 150 {
+		ka, kb := jwksKids(t, a.base()), jwksKids(t, b.base())
+		if slices.Equal(ka, kb) && len(ka) > len(before) {
+			keysAfter = time.Since(rotated)
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if keysAfter == 0 {
+		t.Errorf("15s after keys rotate: replica A serves kids %v, B %v; want one key set larger than %v", jwksKids(t, a.base()), jwksKids(t, b.base()), before)
+	}
+
+	// A permission revoked by an admin on A: B treats the user's grant as revoked at once.
+	permOK := checkPermissionRevocation(t, d, a.base(), b.base())
+
+	// Load: 16 concurrent flows, each crossing the replicas; every flow must succeed.
+	load := faultLen(60*time.Second, 5*time.Second)
+	lctx, cancel := context.WithTimeout(ctx, load)
+	res := runLoad(lctx, 16, func(ctx context.Context, w, i int) error {
+		_, err := d.flow(ctx, w+i, flowOptions{refreshes: 1, introspect: true, revoke: true})
+		return err
+	})
+	cancel()
+	if res.ok != res.flows || res.flows == 0 {
+		t.Errorf("load: %d of %d flows succeeded, want all (and some); first errors: %v", res.ok, res.flows, res.errs)
+	}
+	a.stop(t)
+	b.stop(t)
+	faultSummary(t,
+		faultRow{"second replica; flows crossing A and B", fmt.Sprintf("%d/%d flows succeeded in %s at 16 concurrent; answers: %s", res.ok, res.flows, load, d.counts), fmt.Sprintf("%d flows", res.flows-res.ok)},
+		faultRow{"login limit 5/min per IP in Redis", fmt.Sprintf("statuses %v alternating A,B", limitSeen), "nothing (limit shared)"},
+		faultRow{"gatehouse keys rotate", fmt.Sprintf("both serve the new key set after %.1fs", keysAfter.Seconds()), "nothing"},
+		faultRow{"admin revokes permission on A", fmt.Sprintf("grant inactive on B at once: %v", permOK), "nothing"},
+	)
+}
+
+// loginStatus posts one password login from ip to base and returns the status.
+func loginStatus(t *testing.T, base, email, ip string) int {
+	t.Helper()
+	body, _ := json.Marshal(map[string]string{"email": email, "password": testPassword})
+	req, _ := http.NewRequest(http.MethodPost, base+"/api/public/login", strings.NewReader(string(body)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Forwarded-For", ip)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// jwksKids is the sorted key ids of base's JWKS.
+func jwksKids(t *testing.T, base string) []string {
+	t.Helper()
+	resp, err := http.Get(base + "/.well-known/jwks.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var set struct {
+		Keys []struct {
+			Kid string `json:"kid"`
+		} `json:"keys"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&set); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("JWKS of %s: %d %v", base, resp.StatusCode, err)
+	}
+	var kids []string
+	for _, k := range set.Keys {
+		kids = append(kids, k.Kid)
+	}
+	slices.Sort(kids)
+	return kids
+}
+
+// checkPermissionRevocation has an admin revoke the user's permission for the client on
+// replica a, and checks that replica b then calls the user's refresh token inactive.
+func checkPermissionRevocation(t *testing.T, d *flowDriver, a, b string) bool {
+	t.Helper()
+	fs := d.fs
+	adminEmail := "admin-" + fs.email
+	fs.gh.admin(t, "user", "create", "--email", adminEmail, "--password", testPassword, "--role", "admin", "--verified")
+	g, err := d.flow(context.Background(), 0, flowOptions{})
+	if err != nil {
+		t.Fatalf("a flow before the permission change: %v", err)
+	}
+	jar, _ := cookiejar.New(nil)
+	hc := &http.Client{Jar: jar}
+	body, _ := json.Marshal(map[string]string{"email": adminEmail, "password": testPassword})
+	req, _ := http.NewRequest(http.MethodPost, a+"/api/admin/login", strings.NewReader(string(body)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Forwarded-For", flowIP())
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("admin login on A: %d", resp.StatusCode)
+	}
+	path := "/api/admin/users/" + url.PathEscape(fs.userID) + "/apps/" + url.PathEscape(fs.rp.ClientID) + "/permissions"
+	put := func(method, body string) {
+		req, _ := http.NewRequest(method, a+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusCreated {
+			t.Fatalf("%s %s on A: %d %s", method, path, resp.StatusCode, out)
+		}
+	}
+	put(http.MethodPut, `{"status":"approved","role":"user"}`)
+	put(http.MethodDelete, "")
+	if err := d.introspect(context.Background(), 1, g.refresh, false); err != nil {
+		t.Errorf("after the permission was revoked on A, on B: %v", err)
+		return false
+	}
+	_ = b
+	return true
+}
+
+// TestFaultSIGKILL: SIGKILL under load.
+//
+// Injects: SIGKILL of one replica (alternating A and B) every 10s for 60s (fast: every 3s
+// for 10s), each restarted at once, while 8 concurrent clients sign in and refresh through
+// client-side failover: a call refused by a dead replica goes to the other; an idempotent
+// call whose answer was lost is sent again; a refresh whose answer was lost is retried once
+// with the same token, which the replicas' --refresh-reuse-grace 30s lets through; a code
+// exchange whose answer was lost ends its flow and the client signs in again.
+// Measures: kills, flows, lost answers and retries; then, in the database: rows missing
+// their required columns, refresh-token families with two live tokens, and codes spent for
+// offline_access without their refresh token; and a final refresh of every client's grant.
+// Must lose: nothing: no half-written row, no family with two live tokens, no code spent
+// without its tokens, every client's grant refreshes. Bound: the run plus about 30s.
+func TestFaultSIGKILL(t *testing.T) {
+	dsn := faultPostgres(t)
+	fs := newFaultSetup(t, dsn)
+	issuer := "http://" + freeAddr(t)
+	flags := []string{"--refresh-reuse-grace", "30s", "--login-rate-limit", "off", "--lockout", "off"}
+	reps := []*replica{
+		newReplica(t, fs.gh.bin, "replica A", issuer, dsn, flags...),
+		newReplica(t, fs.gh.bin, "replica B", issuer, dsn, flags...),
+	}
+	bases := []string{reps[0].base(), reps[1].base()}
+	d := newFlowDriver(fs, func() []string { return bases })
+	d.retry = true
+
+	const workers = 8
+	grants := make([]*grant, workers)
+	var restarted atomicCounter
+	run := faultLen(60*time.Second, 10*time.Second)
+	every := faultLen(10*time.Second, 3*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), run)
+	defer cancel()
+	done := make(chan *loadResult, 1)
+	go func() {
+		done <- runLoad(ctx, workers, func(ctx context.Context, w, i int) error {
+			if grants[w] == nil || i%4 == 0 {
+				g, err := d.flow(ctx, w+i, flowOptions{})
+				if err != nil {
+					if isLost(err) {
+						restarted.add() // the exchange's answer was lost: sign in again
+						return nil
+					}
+					return err
+				}
+				grants[w] = &g
+				return nil
+			}
+			if err := d.refresh(ctx, w+i, grants[w]); err != nil {
+				return fmt.Errorf("worker %d lost its grant: %w", w, err)
+			}
+			return d.introspect(ctx, w+i+1, grants[w].refresh, true)
+		})
+	}()
+	kills := 0
+	for next := time.Now().Add(every); ; next = next.Add(every) {
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Until(next)):
+			r := reps[kills%2]
+			r.kill(t)
+			kills++
+			r.start(t)
+			continue
+		}
+		break
+	}
+	res := <-done
+	if res.ok != res.flows {
+		t.Errorf("load: %d of %d iterations failed: %v", res.flows-res.ok, res.flows, res.errs)
+	}
+
+	// Every client finishes its flow: its grant refreshes.
+	d.retry = false
+	lostGrants := 0
+	for w, g := range grants {
+		if g == nil {
+			continue
+		}
+		if err := d.refresh(context.Background(), w, g); err != nil {
+			lostGrants++
+			t.Errorf("worker %d: its grant does not refresh after the run: %v", w, err)
+		}
+	}
+
+	db := openSQL(t, dsn)
+	halfWritten := count(t, db, `SELECT count(*) FROM refresh_tokens WHERE request_id = '' OR client_id = '' OR session_data = '' OR access_signature = ''`) +
+		count(t, db, `SELECT count(*) FROM authorization_codes WHERE request_id = '' OR client_id = '' OR session_data = ''`)
+	twoLive := count(t, db, `SELECT count(*) FROM (SELECT request_id FROM refresh_tokens WHERE active GROUP BY request_id HAVING count(*) > 1) f`)
+	spentWithout := count(t, db, `SELECT count(*) FROM authorization_codes c WHERE NOT c.active AND c.granted_scopes LIKE '%"offline_access"%'
+		AND NOT EXISTS (SELECT 1 FROM refresh_tokens r WHERE r.request_id = c.request_id)`)
+	families := count(t, db, `SELECT count(DISTINCT request_id) FROM refresh_tokens`)
+	spent := count(t, db, `SELECT count(*) FROM authorization_codes WHERE NOT active`)
+	if halfWritten != 0 || twoLive != 0 || spentWithout != 0 {
+		t.Errorf("after the kills: %d half-written rows, %d families with two live refresh tokens, %d codes spent without tokens; want none",
+			halfWritten, twoLive, spentWithout)
+	}
+	if spent == 0 || families == 0 {
+		t.Errorf("the run spent %d codes and wrote %d refresh-token families, want some", spent, families)
+	}
+	for _, r := range reps {
+		r.stop(t)
+	}
+	faultSummary(t, faultRow{
+		fmt.Sprintf("SIGKILL of a replica every %s for %s (%d kills)", every, run, kills),
+		fmt.Sprintf("%d/%d iterations ok; %d retried calls, %d lost refresh answers retried in grace, %d sign-ins restarted after a lost exchange; db: %d spent codes, %d families, %d half-written, %d with two live tokens, %d codes without tokens; final refresh failed for %d grants",
+			res.ok, res.flows, d.retries.Load(), d.lostRefs.Load(), restarted.load(), spent, families, halfWritten, twoLive, spentWithout, lostGrants),
+		fmt.Sprintf("%d grants, %d rows", lostGrants, halfWritten+twoLive+spentWithout),
+	})
+}
+
+// isLost reports whether err is a request whose answer never came.
+func isLost(err error) bool { return errors.Is(err, errAnswerLost) }
+
+// atomicCounter counts concurrently.
+type atomicCounter struct{ n atomic.Int64 }
+
+func (c *atomicCounter) add()        { c.n.Add(1) }
+func (c *atomicCounter) load() int64 { return c.n.Load() }
+
+// TestFaultPostgresOutage: Postgres unreachable for 10s under load.
+//
+// Injects: a cut of every connection between the server process and Postgres (a TCP proxy
+// the test owns refuses and closes them) for 10s (fast: 3s), while 8 concurrent flows run.
+// Measures: every answer's status before, during and after the outage; 503s without
+// Retry-After; the time from the return of Postgres to the first complete flow; the
+// server's goroutines (pprof through --debug-addr) before and after.
+// Must lose: nothing: during the outage only 503 with Retry-After (or answers that need no
+// database: 2xx, 3xx), no crash, no goroutine pile-up (at most 25 more after than before),
+// every flow succeeds again within 5s of the return, every held grant refreshes after it.
+// The server runs with --refresh-reuse-grace 30s: a refresh whose COMMIT reached Postgres
+// as the connection was cut is answered 503 (the server cannot know it committed), and
+// without the grace the client's retry of its old token revokes its grant (seen without
+// the flag: 2 of 8 grants lost in a 3s outage). Bound: about 40s (fast: 20s).
+func TestFaultPostgresOutage(t *testing.T) {
+	dsn := faultPostgres(t)
+	fs := newFaultSetup(t, dsn)
+	u, _ := url.Parse(dsn)
+	proxy := startCutProxy(t, u.Host)
+	r := newReplica(t, fs.gh.bin, "server", "http://"+freeAddr(t), viaProxy(t, dsn, proxy),
+		"--login-rate-limit", "off", "--lockout", "off", "--refresh-reuse-grace", "30s")
+	d := newFlowDriver(fs, func() []string { return []string{r.base()} })
+	ctx := context.Background()
+	held := make([]*grant, 8) // one grant per worker, refreshed through every phase
+	phase := func(name string, length time.Duration) (*statusCounts, *loadResult) {
+		d.counts = &statusCounts{}
+		lctx, cancel := context.WithTimeout(ctx, length)
+		defer cancel()
+		res := runLoad(lctx, 8, func(ctx context.Context, w, i int) error {
+			_, err := d.flow(ctx, 0, flowOptions{refreshes: 1, introspect: true, revoke: true})
+			// Besides new sign-ins, each worker refreshes and introspects a grant it holds.
+			g := *held[w]
+			rerr := d.refresh(ctx, 1, &g)
+			if rerr == nil {
+				held[w] = &g
+				rerr = d.introspect(ctx, 0, g.refresh, true)
+			}
+			err = errors.Join(err, rerr)
+			if err != nil {
+				time.Sleep(50 * time.Millisecond) // a failing flow is quick: keep the load modest
+			}
+			return err
+		})
+		return d.counts, res
+	}
+	for w := range held {
+		g, err := d.flow(ctx, w, flowOptions{})
+		if err != nil {
+			t.Fatalf("a flow before the outage: %v", err)
+		}
+		held[w] = &g
+	}
+	side := faultLen(5*time.Second, 2*time.Second)
+	beforeCounts, before := phase("before", side)
+	if before.ok != before.flows {
+		t.Fatalf("before the outage: %d of %d flows failed: %v", before.flows-before.ok, before.flows, before.errs)
+	}
+	time.Sleep(time.Second) // let the load's requests and idle connections settle
+	g0 := r.goroutines(t)
+
+	proxy.setDown(true)
+	outage := faultLen(10*time.Second, 3*time.Second)
+	downCounts, down := phase("down", outage)
+	proxy.setDown(false)
+	back := time.Now()
+	var recovered time.Duration
+	for range 100 {
+		if _, err := d.flow(ctx, 0, flowOptions{refreshes: 1}); err == nil {
+			recovered = time.Since(back)
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if recovered == 0 || recovered > 5*time.Second {
+		t.Errorf("after Postgres came back: first complete flow after %v, want within 5s", recovered)
+	}
+	afterCounts, after := phase("after", side)
+	if after.ok != after.flows {
+		t.Errorf("after the outage: %d of %d flows failed: %v", after.flows-after.ok, after.flows, after.errs)
+	}
+	time.Sleep(time.Second)
+	g1 := r.goroutines(t)
+	if g1 > g0+25 {
+		t.Errorf("goroutines: %d before the outage, %d after; want at most 25 more", g0, g1)
+	}
+	var bad []string
+	for status, n := range downCounts.statuses() {
+		if status == 0 || (status >= 400 && status != http.StatusServiceUnavailable) {
+			bad = append(bad, fmt.Sprintf("%d×%d", n, status))
+		}
+	}
+	// Redirects: to the login page, or to the client with the authorization endpoint's 503.
+	for _, part := range strings.Split(downCounts.String(), ", ") {
+		if strings.Contains(part, " 303=") && strings.Contains(part, "-error=") && !strings.Contains(part, "-error=temporarily_unavailable") {
+			bad = append(bad, part)
+		}
+	}
+	if strings.Contains(downCounts.String(), "without-Retry-After") {
+		bad = append(bad, "503 without Retry-After")
+	}
+	if len(bad) > 0 || !strings.Contains(downCounts.String(), "temporarily_unavailable") && downCounts.statuses()[http.StatusServiceUnavailable] == 0 {
+		t.Errorf("during the outage: %v beside 503s, want only 503 with Retry-After (and answers needing no database); all: %s", bad, downCounts)
+	}
+	r.stop(t)
+	faultSummary(t, faultRow{
+		fmt.Sprintf("Postgres cut for %s under 8 concurrent flows", outage),
+		fmt.Sprintf("before: %d/%d flows ok (%s); during: %s; first complete flow %.2fs after the return; after: %d/%d flows ok (%s); goroutines %d before, %d after",
+			before.ok, before.flows, beforeCounts, downCounts, recovered.Seconds(), after.ok, after.flows, afterCounts, g0, g1),
+		fmt.Sprintf("%d flows after the return; %d non-503 errors during", after.flows-after.ok, len(bad)),
+	})
+	_ = down
+}
