@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -423,4 +424,190 @@ func TestFaultPostgresOutage(t *testing.T) {
 		fmt.Sprintf("%d flows after the return; %d non-503 errors during", after.flows-after.ok, len(bad)),
 	})
 	_ = down
+}
+
+// TestFaultRedisOutage: Redis unreachable under load.
+//
+// Injects: a cut of every connection between the server process and Redis, which keeps
+// its rate limits (--redis-url, login limit 5/min per IP), for 10s (fast: 3s) while 4
+// concurrent flows sign in.
+// Measures: flows before, during and after; the statuses of 8 logins from one IP during
+// the cut and of logins from one IP before and after it; the errors the server logged.
+// Must lose: nothing: as publicauth/limits.go documents, the limits fail open (logged at
+// ERROR) so an outage of Redis locks nobody out: every flow succeeds, the 8 logins pass,
+// the limit refuses the 6th login again once Redis is back, and the process stays up.
+// Bound: the outage plus about 25s.
+func TestFaultRedisOutage(t *testing.T) {
+	dsn := faultPostgres(t)
+	redisURL := faultRedis(t)
+	fs := newFaultSetup(t, dsn)
+	proxy := startCutProxy(t, redisURL.Host)
+	viaRedis := *redisURL
+	viaRedis.Host = proxy.addr()
+	r := newReplica(t, fs.gh.bin, "server", "http://"+freeAddr(t), dsn, "--redis-url", viaRedis.String(),
+		"--login-rate-limit", "5/1m", "--trusted-proxies", "127.0.0.1", "--lockout", "1000/1m")
+	d := newFlowDriver(fs, func() []string { return []string{r.base()} })
+	phase := func(length time.Duration) *loadResult {
+		ctx, cancel := context.WithTimeout(context.Background(), length)
+		defer cancel()
+		return runLoad(ctx, 4, func(ctx context.Context, w, i int) error {
+			_, err := d.flow(ctx, 0, flowOptions{refreshes: 1})
+			return err
+		})
+	}
+	logins := func(n int) []int {
+		ip := flowIP()
+		var got []int
+		for range n {
+			got = append(got, loginStatus(t, r.base(), fs.email, ip))
+		}
+		return got
+	}
+	side := faultLen(5*time.Second, 2*time.Second)
+	before := phase(side)
+	limitBefore := logins(6)
+
+	proxy.setDown(true)
+	outage := faultLen(10*time.Second, 3*time.Second)
+	during := phase(outage)
+	start := time.Now()
+	limitDuring := logins(8)
+	perLogin := time.Since(start) / 8
+	proxy.setDown(false)
+
+	after := phase(side)
+	limitAfter := logins(10)
+	for name, res := range map[string]*loadResult{"before": before, "during": during, "after": after} {
+		if res.ok != res.flows || res.flows == 0 {
+			t.Errorf("%s the Redis outage: %d of %d flows succeeded, want all: %v", name, res.ok, res.flows, res.errs)
+		}
+	}
+	if want := []int{200, 200, 200, 200, 200, 429}; !slices.Equal(limitBefore, want) {
+		t.Errorf("six logins from one IP before the outage: %v, want %v", limitBefore, want)
+	}
+	if slices.ContainsFunc(limitDuring, func(s int) bool { return s != http.StatusOK }) {
+		t.Errorf("eight logins from one IP during the outage: %v, want all 200 (the limit fails open)", limitDuring)
+	}
+	if !slices.Contains(limitAfter, http.StatusTooManyRequests) {
+		t.Errorf("ten logins from one IP after the outage: %v, want the limit to refuse some again", limitAfter)
+	}
+	r.alive(t)
+	logged := strings.Count(r.proc.stderr.String(), "rate limiter failed")
+	if logged == 0 {
+		t.Errorf("the server logged no \"rate limiter failed\" during the outage; want the failure logged:\n%.3000s", r.proc.stderr)
+	}
+	r.stop(t)
+	faultSummary(t, faultRow{
+		fmt.Sprintf("Redis cut for %s under 4 concurrent flows (limit 5/min per IP)", outage),
+		fmt.Sprintf("flows ok before %d/%d, during %d/%d, after %d/%d; logins from one IP: before %v, during %v (%.2fs each), after %v; %d limiter failures logged",
+			before.ok, before.flows, during.ok, during.flows, after.ok, after.flows, limitBefore, limitDuring, perLogin.Seconds(), limitAfter, logged),
+		fmt.Sprintf("%d flows (limits failed open, as documented)", before.flows-before.ok+during.flows-during.ok+after.flows-after.ok),
+	})
+}
+
+// TestFaultReadOnlySQLite: the SQLite database becomes read-only.
+//
+// Injects: a restart of the server on its SQLite file opened read-only
+// ("sqlite:file:PATH?mode=ro", with --skip-migrate and the janitor and key rotation off).
+// chmod cannot make the file read-only for this suite: tests may run as root, whom file
+// modes do not stop, and making a file immutable or mounting a read-only file system needs
+// privileges a test does not have. SQLite's read-only open refuses every write to every
+// user, root included, with the error a read-only file gives (SQLITE_READONLY).
+// Measures: the statuses and bodies of reads (discovery, JWKS, introspection of a token
+// issued before) and of writes (password login, refresh, a new authorization).
+// Must lose: nothing: every write gets a clear error, a 5xx with a JSON body in the spec's
+// shape (an OAuth error for /api/oauth, {error, message} for /api/public); the process
+// stays up; reads keep working before and after the writes. Bound: about 20s.
+func TestFaultReadOnlySQLite(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gh.db")
+	fs := newFaultSetup(t, "sqlite:"+path)
+	issuer := "http://" + freeAddr(t)
+	rw := newReplica(t, fs.gh.bin, "read-write server", issuer, "sqlite:"+path, "--login-rate-limit", "off")
+	d := newFlowDriver(fs, func() []string { return []string{rw.base()} })
+	g, err := d.flow(context.Background(), 0, flowOptions{})
+	if err != nil {
+		t.Fatalf("a flow before the database turns read-only: %v", err)
+	}
+	rw.stop(t)
+
+	ro := newReplica(t, fs.gh.bin, "read-only server", issuer, "sqlite:file:"+path+"?mode=ro",
+		"--skip-migrate", "--janitor-interval", "-1s", "--key-rotation-interval", "-1s", "--login-rate-limit", "off")
+	d = newFlowDriver(fs, func() []string { return []string{ro.base()} })
+	ctx := context.Background()
+	reads := func() []string {
+		var failed []string
+		for _, p := range []string{"/.well-known/openid-configuration", "/.well-known/jwks.json"} {
+			resp, body, err := d.call("read", true, 0, func(base string) *http.Request {
+				req, _ := http.NewRequest(http.MethodGet, base+p, nil)
+				return req
+			})
+			if err != nil || resp.StatusCode != http.StatusOK {
+				failed = append(failed, fmt.Sprintf("GET %s: %v %v %.200s", p, statusOf(resp), err, body))
+			}
+		}
+		for _, tok := range []string{g.refresh, g.access} {
+			if err := d.introspect(ctx, 0, tok, true); err != nil {
+				failed = append(failed, err.Error())
+			}
+		}
+		return failed
+	}
+	if failed := reads(); len(failed) > 0 {
+		t.Errorf("reads on the read-only database: %v", failed)
+	}
+	var writes []string
+	write := func(name string, resp *http.Response, body []byte, err error) {
+		if err != nil {
+			t.Errorf("%s on the read-only database: %v", name, err)
+			return
+		}
+		var shape struct {
+			Error string `json:"error"`
+		}
+		writes = append(writes, fmt.Sprintf("%s %d %s", name, resp.StatusCode, shapeOf(body)))
+		if resp.StatusCode < 500 || json.Unmarshal(body, &shape) != nil || shape.Error == "" {
+			t.Errorf("%s on the read-only database: %d %.300s; want a 5xx with a JSON error", name, resp.StatusCode, body)
+		}
+	}
+	login, _ := json.Marshal(map[string]string{"email": fs.email, "password": testPassword})
+	resp, body, err := d.call("login", false, 0, func(base string) *http.Request {
+		req, _ := http.NewRequest(http.MethodPost, base+"/api/public/login", strings.NewReader(string(login)))
+		req.Header.Set("Content-Type", "application/json")
+		return req
+	})
+	write("login", resp, body, err)
+	resp, body, err = d.call("refresh", false, 0, func(base string) *http.Request {
+		return d.clientPost(ctx, base, "/api/oauth/token", url.Values{"grant_type": {"refresh_token"}, "refresh_token": {g.refresh}})
+	})
+	write("refresh", resp, body, err)
+	// The operator's log names the cause (SQLite's "attempt to write a readonly database").
+	loggedCause := strings.Contains(ro.proc.stderr.String(), "readonly")
+	if !loggedCause {
+		t.Errorf("the server's log does not name the read-only database:\n%.3000s", ro.proc.stderr)
+	}
+	if failed := reads(); len(failed) > 0 {
+		t.Errorf("reads after the refused writes: %v", failed)
+	}
+	ro.stop(t)
+	faultSummary(t, faultRow{
+		"SQLite opened read-only (mode=ro) under a restarted server",
+		fmt.Sprintf("reads (discovery, JWKS, introspection of refresh and access token) 200 before and after; writes: %s; log names \"readonly\": %v; process exited 0 on SIGTERM", strings.Join(writes, "; "), loggedCause),
+		"nothing (writes refused with a clear error; the token from before still introspects active)",
+	})
+}
+
+func statusOf(resp *http.Response) int {
+	if resp == nil {
+		return 0
+	}
+	return resp.StatusCode
+}
+
+// shapeOf is the "error" of a JSON error body, for the summary.
+func shapeOf(body []byte) string {
+	var e struct {
+		Error string `json:"error"`
+	}
+	_ = json.Unmarshal(body, &e)
+	return fmt.Sprintf("error=%q", e.Error)
 }
