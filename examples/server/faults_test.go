@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -610,4 +611,149 @@ func shapeOf(body []byte) string {
 	}
 	_ = json.Unmarshal(body, &e)
 	return fmt.Sprintf("error=%q", e.Error)
+}
+
+// envSoak is the length of TestFaultSoak ("30m" under make soak); unset, it is skipped.
+const envSoak = "GATEHOUSE_SOAK_DURATION"
+
+// TestFaultSoak: mixed load for a long time (make soak: 30 minutes; not in CI).
+//
+// Injects: GATEHOUSE_SOAK_DURATION of mixed load from 4 concurrent clients (sign-in flows
+// crossing two replicas with refreshes, introspection and revocation), with lifetimes
+// shortened to a tenth of the run (10s to 5m) and the janitor at half that, so rows expire
+// and are deleted many times over.
+// Measures: every 30s (a sixth of the run when shorter) each replica's live heap (after a GC) and
+// goroutines, the database connections open through a proxy the test owns, the rows of
+// every table, and the rows the janitor left more than two sweeps past their expiry.
+// Must lose: nothing: every flow succeeds; after a warm-up of three lifetimes (at least a
+// quarter of the run), the peaks stay within bounds of the warm-up's: heap at most 1.5×
+// + 16 MiB, goroutines + 25, connections + 5, rows 1.5× + 500; and no row overdue for the
+// janitor at the end. The rows of revocation_rules are left out of the growth bound: a rule
+// must outlive the access tokens it revokes and the store keeps each for at least one hour
+// (storage.DefaultAccessTokenLifespan) whatever --access-token-ttl says, so that table
+// grows through the first hour of any soak and is flat only after it; the overdue check
+// covers it (the janitor deletes each rule at its expiry). Bound: the duration plus 30s.
+func TestFaultSoak(t *testing.T) {
+	raw := os.Getenv(envSoak)
+	if raw == "" {
+		t.Skip("a soak test: set " + envSoak + " (make soak)")
+	}
+	run, err := time.ParseDuration(raw)
+	if err != nil || run < time.Minute {
+		t.Fatalf("%s=%q: want a duration of at least 1m", envSoak, raw)
+	}
+	ttl := min(max(run/10, 10*time.Second), 5*time.Minute)
+	janitor := ttl / 2
+	every := min(30*time.Second, run/6)
+	warmup := max(3*ttl, run/4)
+
+	dsn := faultPostgres(t)
+	fs := newFaultSetup(t, dsn)
+	u, _ := url.Parse(dsn)
+	proxy := startCutProxy(t, u.Host)
+	issuer := "http://" + freeAddr(t)
+	flags := []string{"--login-rate-limit", "off", "--lockout", "off", "--janitor-interval", janitor.String(),
+		"--auth-code-ttl", ttl.String(), "--access-token-ttl", ttl.String(), "--id-token-ttl", ttl.String(),
+		"--refresh-token-ttl", ttl.String(), "--public-session-ttl", ttl.String(), "--login-request-ttl", ttl.String()}
+	reps := []*replica{
+		newReplica(t, fs.gh.bin, "replica A", issuer, viaProxy(t, dsn, proxy), flags...),
+		newReplica(t, fs.gh.bin, "replica B", issuer, viaProxy(t, dsn, proxy), flags...),
+	}
+	bases := []string{reps[0].base(), reps[1].base()}
+	d := newFlowDriver(fs, func() []string { return bases })
+	db := openSQL(t, dsn)
+	var tables []string
+	if err := db.Raw(`SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY table_name`).Scan(&tables).Error; err != nil || len(tables) == 0 {
+		t.Fatalf("list tables: %v (%d)", err, len(tables))
+	}
+	var expiring []string
+	if err := db.Raw(`SELECT table_name FROM information_schema.columns WHERE table_schema = current_schema() AND column_name = 'expires_at' ORDER BY table_name`).Scan(&expiring).Error; err != nil {
+		t.Fatal(err)
+	}
+
+	type sample struct {
+		at                time.Duration
+		heap              int64
+		goroutines, conns int
+		rows, overdue     int64
+		rules             int64 // revocation_rules, apart from rows: see the doc comment
+	}
+	take := func(at time.Duration) sample {
+		s := sample{at: at, conns: proxy.open()}
+		for _, r := range reps {
+			s.heap += r.heapInuse(t)
+			s.goroutines += r.goroutines(t)
+		}
+		for _, tb := range tables {
+			n := count(t, db, `SELECT count(*) FROM "`+tb+`"`)
+			if tb == "revocation_rules" {
+				s.rules = n
+				continue
+			}
+			s.rows += n
+		}
+		cutoff := time.Now().UTC().Add(-2 * janitor)
+		for _, tb := range expiring {
+			var n int64
+			if err := db.Raw(`SELECT count(*) FROM "`+tb+`" WHERE expires_at < ?`, cutoff).Scan(&n).Error; err != nil {
+				t.Fatal(err)
+			}
+			s.overdue += n
+		}
+		return s
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), run)
+	defer cancel()
+	done := make(chan *loadResult, 1)
+	go func() {
+		done <- runLoad(ctx, 4, func(ctx context.Context, w, i int) error {
+			_, err := d.flow(ctx, w+i, flowOptions{refreshes: 2, introspect: true, revoke: i%2 == 0})
+			return err
+		})
+	}()
+	start := time.Now()
+	var samples []sample
+	for ctx.Err() == nil {
+		select {
+		case <-ctx.Done():
+		case <-time.After(every):
+			s := take(time.Since(start))
+			samples = append(samples, s)
+			t.Logf("soak %5.0fs: heap %6.1f MiB, goroutines %4d, db connections %3d, rows %6d, revocation rules %6d, overdue %d",
+				s.at.Seconds(), float64(s.heap)/(1<<20), s.goroutines, s.conns, s.rows, s.rules, s.overdue)
+		}
+	}
+	res := <-done
+	if res.ok != res.flows || res.flows == 0 {
+		t.Errorf("soak: %d of %d flows succeeded, want all: %v", res.ok, res.flows, res.errs)
+	}
+	var warm, late sample
+	for _, s := range samples {
+		m := &late
+		if s.at < warmup+every/2 {
+			m = &warm
+		}
+		m.heap, m.goroutines, m.conns, m.rows = max(m.heap, s.heap), max(m.goroutines, s.goroutines), max(m.conns, s.conns), max(m.rows, s.rows)
+	}
+	final := take(time.Since(start))
+	if late.rows == 0 && late.heap == 0 {
+		t.Fatalf("no sample after the warm-up of %s: run longer", warmup)
+	}
+	if late.heap > warm.heap*3/2+16<<20 || late.goroutines > warm.goroutines+25 || late.conns > warm.conns+5 || late.rows > warm.rows*3/2+500 {
+		t.Errorf("soak grew: warm-up peaks heap %d, goroutines %d, connections %d, rows %d; later peaks %d, %d, %d, %d",
+			warm.heap, warm.goroutines, warm.conns, warm.rows, late.heap, late.goroutines, late.conns, late.rows)
+	}
+	if final.overdue > 0 {
+		t.Errorf("soak: %d rows more than two janitor sweeps past their expiry; want none", final.overdue)
+	}
+	for _, r := range reps {
+		r.stop(t)
+	}
+	faultSummary(t, faultRow{
+		fmt.Sprintf("%s of mixed load, 4 concurrent flows, lifetimes %s, janitor every %s", run, ttl, janitor),
+		fmt.Sprintf("%d/%d flows ok; %d samples; peaks warm-up (first %s) vs later: heap %.1f/%.1f MiB, goroutines %d/%d, db connections %d/%d, rows %d/%d; revocation rules at the end %d (they live at least 1h); rows overdue at the end %d",
+			res.ok, res.flows, len(samples), warmup, float64(warm.heap)/(1<<20), float64(late.heap)/(1<<20), warm.goroutines, late.goroutines, warm.conns, late.conns, warm.rows, late.rows, final.rules, final.overdue),
+		fmt.Sprintf("%d flows", res.flows-res.ok),
+	})
 }
