@@ -678,8 +678,12 @@ type loadResult struct {
 	errs      []error
 }
 
-// runLoad runs workers concurrent loops of fn until ctx ends, each loop one flow.
+// runLoad runs workers concurrent loops of fn until ctx ends, each loop one flow. The end
+// of ctx stops new flows; a flow under way finishes (under a context without its
+// deadline), so every flow started is counted, and each worker runs at least one.
 func runLoad(ctx context.Context, workers int, fn func(ctx context.Context, w, i int) error) *loadResult {
+	stop := ctx
+	ctx = context.WithoutCancel(ctx)
 	var mu sync.Mutex
 	res := &loadResult{}
 	var wg sync.WaitGroup
@@ -687,11 +691,8 @@ func runLoad(ctx context.Context, workers int, fn func(ctx context.Context, w, i
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := 0; ctx.Err() == nil; i++ {
+			for i := 0; i == 0 || stop.Err() == nil; i++ {
 				err := fn(ctx, w, i)
-				if ctx.Err() != nil && err != nil {
-					return // cut short by the end of the run: not counted
-				}
 				mu.Lock()
 				res.flows++
 				if err == nil {
