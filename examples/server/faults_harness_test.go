@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/html"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -442,6 +443,13 @@ func (d *flowDriver) call(op string, idempotent bool, start int, mk func(base st
 		bases := d.bases()
 		base := bases[(start+attempt)%len(bases)]
 		req := mk(base)
+		if !idempotent {
+			// Go's transport silently replays a GET whose answer was lost on a reused
+			// connection; when that replay is refused by the dead replica, the refusal
+			// would hide that the first send was processed. A fresh connection is never
+			// replayed, so a refusal here means the request reached no server.
+			req.Close = true
+		}
 		resp, err := d.hc.Do(req)
 		if req.Context().Err() != nil {
 			return nil, nil, req.Context().Err() // the run ended: not an answer of the server
@@ -555,7 +563,7 @@ func (d *flowDriver) flow(ctx context.Context, k int, o flowOptions) (grant, err
 	loc, _ = resp.Location()
 	d.countRedirectError("resume", resp.StatusCode, loc)
 	if loc == nil || !strings.HasPrefix(loc.String(), d.fs.redirect) || loc.Query().Get("code") == "" || loc.Query().Get("state") != state {
-		return grant{}, fmt.Errorf("resume: %d to %v, want a code for the client: %.200s", resp.StatusCode, loc, body)
+		return grant{}, fmt.Errorf("resume: %d to %v, want a code for the client: %.200s", resp.StatusCode, loc, pageText(body))
 	}
 	code := loc.Query().Get("code")
 	// exchange on A: not idempotent; a lost answer ends the flow (the caller starts another)
@@ -751,4 +759,27 @@ func count(t *testing.T, db *gorm.DB, query string) int64 {
 		t.Fatalf("%s: %v", query, err)
 	}
 	return n
+}
+
+// pageText is the visible text of an HTML page, for error messages.
+func pageText(body []byte) string {
+	doc, err := html.Parse(bytes.NewReader(body))
+	if err != nil {
+		return string(body)
+	}
+	var b strings.Builder
+	var walk func(n *html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.ElementNode && (n.Data == "style" || n.Data == "script" || n.Data == "head") {
+			return
+		}
+		if n.Type == html.TextNode && strings.TrimSpace(n.Data) != "" {
+			b.WriteString(strings.TrimSpace(n.Data) + " ")
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(doc)
+	return b.String()
 }
