@@ -78,6 +78,9 @@ func (s *tokenStrategy) GenerateAccessToken(ctx context.Context, r fosite.Reques
 		claimIssuedMicros: now.UnixMicro(),
 	}
 	sess.accessIssuedAt = now
+	if cp := sess.ClaimsRequest; cp != nil && len(cp.Userinfo) > 0 {
+		claims[claimUserinfoRequest] = cp.Userinfo
+	}
 	if sess.UserBound && !sess.IDTokenClaims().AuthTime.IsZero() {
 		claims["auth_time"] = sess.IDTokenClaims().AuthTime.Unix()
 	}

@@ -148,9 +148,10 @@ type ClaimsRequest struct {
 // client_id, email, email_verified, name, updated_at, …) is dropped, and each drop is
 // logged as an error. The values must encode as JSON.
 //
-// Account.Claims of the Accounts store are not fn's business: they go into userinfo and the
-// ID token (as decided when the user authorized the client) when the `profile` scope is
-// granted, under the same rule; fn's claims win over them.
+// Account.Claims of the Accounts store are not fn's business: the standard claims among
+// them follow their scopes and the `claims` parameter (claims.go), the others go into
+// userinfo and the ID token (as decided when the user authorized the client) when the
+// `profile` scope is granted, under the same rule; fn's claims win over them.
 func WithClaims(fn func(ctx context.Context, r ClaimsRequest) (map[string]any, error)) Option {
 	return func(o *options) error {
 		if fn == nil {
@@ -166,7 +167,7 @@ func WithClaims(fn func(ctx context.Context, r ClaimsRequest) (map[string]any, e
 var ReservedClaims = []string{
 	"iss", "sub", "aud", "exp", "iat", "nbf", "jti", "auth_time", "nonce", "acr", "amr", "azp",
 	"at_hash", "c_hash", "s_hash", "sid", "scope", "client_id", "cnf", "act", "may_act", "rat",
-	"email", "email_verified", "name", "updated_at", claimGrantID, claimIssuedMicros,
+	"email", "email_verified", "name", "updated_at", claimGrantID, claimIssuedMicros, claimUserinfoRequest,
 }
 
 // addClaims copies extra into dst, leaving out every reserved claim; each one left out is
@@ -182,11 +183,19 @@ func addClaims(ctx context.Context, log *slog.Logger, dst, extra map[string]any,
 }
 
 // accountClaims adds the account's own claims (Account.Claims) to dst when the `profile`
-// scope is granted.
+// scope is granted. The standard claims among them are left to releaseStandardClaims,
+// which releases them by their own scope, as it does for Gatehouse's own users.
 func (p *Provider) accountClaims(ctx context.Context, dst map[string]any, user *publicauth.User, scopes fosite.Arguments) {
-	if scopes.Has("profile") {
-		addClaims(ctx, p.log, dst, user.Claims, "Account.Claims")
+	if !scopes.Has("profile") || len(user.Claims) == 0 {
+		return
 	}
+	own := make(map[string]any, len(user.Claims))
+	for name, value := range user.Claims {
+		if standardClaimScope(name) == "" || slices.Contains(ReservedClaims, name) {
+			own[name] = value
+		}
+	}
+	addClaims(ctx, p.log, dst, own, "Account.Claims")
 }
 
 // customClaims asks the WithClaims function, if any, for the claims of r and adds them to

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -109,31 +110,60 @@ type ClientSpec struct {
 	// a DPoP proof (RFC 9449), so all its access tokens are bound to its key; one without is
 	// refused with invalid_dpop_proof. Clients without it may still use DPoP.
 	RequireDPoP bool
+	// AuthMethod is optional: how the client authenticates at the token, introspection,
+	// revocation and PAR endpoints; any other method is refused with invalid_client.
+	// "client_secret_basic" (the default for a confidential client), "client_secret_post",
+	// "client_secret_jwt" (an HS256/384/512 assertion made with the secret, RFC 7523; its
+	// secret is also stored sealed under the system secret, and must be 32 bytes or more),
+	// "private_key_jwt" (an assertion signed with a key of JWKSURI or JWKS; the client has
+	// no secret) or "none" (the only method, and the default, of a public client).
+	AuthMethod string
+	// JWKSURI is optional (default none): where the client publishes its public keys, an
+	// https URI (http only on a loopback host). The set is fetched with a 5 s timeout, at
+	// most 64 KiB, cached as its Cache-Control max-age says (1 minute to 1 day; 1 hour
+	// without one) and refetched for an unknown kid at most once a minute. It verifies
+	// private_key_jwt assertions and request objects. Exclusive with JWKS.
+	JWKSURI string
+	// JWKS is optional (default none): the client's JSON Web Key Set document, public keys
+	// only (a private or symmetric key is refused). Exclusive with JWKSURI.
+	JWKS []byte
+	// RequestObjectAlg is optional (default empty: any of RS256/384/512, PS256/384/512,
+	// ES256/384/512): the only algorithm the client's request objects (RFC 9101) may be
+	// signed with. It needs JWKSURI or JWKS. Unsigned request objects are always refused.
+	RequestObjectAlg string
 }
 
 // ClientInfo is the JSON view of a client. ClientSecret is set only by CreateClient: the
 // secret is stored hashed and can never be shown again.
 type ClientInfo struct {
-	ClientID               string    `json:"client_id"`
-	ClientSecret           string    `json:"client_secret,omitempty"`
-	Name                   string    `json:"name"`
-	RedirectURIs           []string  `json:"redirect_uris"`
-	PostLogoutRedirectURIs []string  `json:"post_logout_redirect_uris"`
-	Scopes                 []string  `json:"scopes"`
-	GrantTypes             []string  `json:"grant_types"`
-	Audience               []string  `json:"audience"`
-	Public                 bool      `json:"public"`
-	FirstParty             bool      `json:"first_party"`
-	ResourceServer         bool      `json:"resource_server"`
-	IDTokenAlg             string    `json:"id_token_signed_response_alg"`
-	RequirePAR             bool      `json:"require_pushed_authorization_requests"`
-	RequireDPoP            bool      `json:"dpop_bound_access_tokens"`
-	CreatedAt              time.Time `json:"created_at"`
+	ClientID               string   `json:"client_id"`
+	ClientSecret           string   `json:"client_secret,omitempty"`
+	Name                   string   `json:"name"`
+	RedirectURIs           []string `json:"redirect_uris"`
+	PostLogoutRedirectURIs []string `json:"post_logout_redirect_uris"`
+	Scopes                 []string `json:"scopes"`
+	GrantTypes             []string `json:"grant_types"`
+	Audience               []string `json:"audience"`
+	Public                 bool     `json:"public"`
+	FirstParty             bool     `json:"first_party"`
+	ResourceServer         bool     `json:"resource_server"`
+	IDTokenAlg             string   `json:"id_token_signed_response_alg"`
+	// AuthMethod is the registered client authentication method; a confidential client
+	// registered before the methods existed shows "client_secret_basic" here and still
+	// accepts client_secret_post too, until an update sets its method.
+	AuthMethod       string          `json:"token_endpoint_auth_method"`
+	JWKSURI          string          `json:"jwks_uri,omitempty"`
+	JWKS             json.RawMessage `json:"jwks,omitempty"`
+	RequestObjectAlg string          `json:"request_object_signing_alg,omitempty"`
+	RequirePAR       bool            `json:"require_pushed_authorization_requests"`
+	RequireDPoP      bool            `json:"dpop_bound_access_tokens"`
+	CreatedAt        time.Time       `json:"created_at"`
 }
 
 var grantTypesSupported = []string{"authorization_code", "refresh_token", "client_credentials", GrantTypeDeviceCode}
 
-// CreateClient registers a client and returns it with its secret in clear, once.
+// CreateClient registers a client and returns it with its secret in clear, once (a
+// private_key_jwt client has none).
 func (p *Provider) CreateClient(ctx context.Context, spec ClientSpec) (ClientInfo, error) {
 	c := &storage.Client{
 		ID: spec.ID, Name: spec.Name, Public: spec.Public, FirstParty: spec.FirstParty,
@@ -141,6 +171,16 @@ func (p *Provider) CreateClient(ctx context.Context, spec ClientSpec) (ClientInf
 		RedirectURIs:   spec.RedirectURIs, PostLogoutRedirectURIs: spec.PostLogoutRedirectURIs,
 		Scopes: spec.Scopes, GrantTypes: spec.GrantTypes, Audience: spec.Audience, IDTokenAlg: spec.IDTokenAlg,
 		ResponseTypes: []string{"code"}, RequirePAR: spec.RequirePAR, RequireDPoP: spec.RequireDPoP,
+		ClientAuthentication: storage.ClientAuthentication{
+			TokenEndpointAuthMethod: spec.AuthMethod, JWKSURI: spec.JWKSURI, JWKS: spec.JWKS,
+			RequestObjectSigningAlg: spec.RequestObjectAlg,
+		},
+	}
+	if c.TokenEndpointAuthMethod == "" {
+		c.TokenEndpointAuthMethod = storage.AuthMethodSecretBasic
+		if c.Public {
+			c.TokenEndpointAuthMethod = storage.AuthMethodNone
+		}
 	}
 	if c.ID == "" {
 		c.ID = uuid.NewString()
@@ -149,18 +189,21 @@ func (p *Provider) CreateClient(ctx context.Context, spec ClientSpec) (ClientInf
 		return ClientInfo{}, err
 	}
 	secret := spec.Secret
-	if c.Public {
-		if secret != "" {
-			return ClientInfo{}, ErrPublicClient
-		}
-	} else {
+	switch {
+	case c.Public && secret != "":
+		return ClientInfo{}, ErrPublicClient
+	case !c.Public && !clientHasSecret(c) && secret != "":
+		return ClientInfo{}, ErrNoClientSecret
+	case clientHasSecret(c):
 		if secret == "" {
 			var err error
 			if secret, err = randomToken(p.random); err != nil {
 				return ClientInfo{}, err
 			}
 		}
-		c.SecretHash = p.hashClientSecret(ctx, secret)
+		if err := p.setClientSecret(ctx, c, secret); err != nil {
+			return ClientInfo{}, err
+		}
 	}
 	c.CreatedAt = p.now().UTC()
 	c.UpdatedAt = c.CreatedAt
@@ -235,6 +278,7 @@ func validateClient(c *storage.Client) error {
 	if !slices.Contains(supportedAlgs, c.IDTokenAlg) {
 		errs = append(errs, fmt.Errorf("ID token algorithm %q is not RS256, ES256 or EdDSA", c.IDTokenAlg))
 	}
+	errs = append(errs, checkClientAuthentication(c)...)
 	return errors.Join(errs...)
 }
 
@@ -251,6 +295,8 @@ func clientInfo(c *storage.Client) ClientInfo {
 		GrantTypes: nonNil(c.GrantTypes), Audience: nonNil(c.Audience), Public: c.Public, FirstParty: c.FirstParty,
 		ResourceServer: c.ResourceServer,
 		IDTokenAlg:     c.IDTokenAlg, CreatedAt: c.CreatedAt.UTC(), RequirePAR: c.RequirePAR, RequireDPoP: c.RequireDPoP,
+		AuthMethod: c.AuthMethod(), JWKSURI: c.JWKSURI, JWKS: json.RawMessage(c.JWKS),
+		RequestObjectAlg: c.RequestObjectSigningAlg,
 	}
 }
 
@@ -295,14 +341,28 @@ type ClientUpdate struct {
 	RequirePAR *bool
 	// RequireDPoP turns the DPoP requirement on or off (ClientSpec.RequireDPoP).
 	RequireDPoP *bool
+	// AuthMethod replaces the client authentication method (ClientSpec.AuthMethod) of a
+	// confidential client. A change to a method that needs a secret the client lacks (any
+	// secret method after private_key_jwt; client_secret_jwt, whose secret must also be
+	// stored sealed) issues a new secret, returned once in ClientInfo.ClientSecret; a change
+	// to private_key_jwt deletes the secret.
+	AuthMethod *string
+	// JWKSURI replaces the JWKS URI ("" removes it).
+	JWKSURI *string
+	// JWKS replaces the JWKS document (empty removes it).
+	JWKS *[]byte
+	// RequestObjectAlg replaces the request object algorithm ("" allows any supported).
+	RequestObjectAlg *string
 }
 
-// UpdateClient applies up to the client with that id and returns it; the result is
+// UpdateClient applies up to the client with that id and returns it, with the new secret
+// when the change of authentication method issued one (ClientUpdate.AuthMethod); the result is
 // validated by the same rules as CreateClient, with the same errors. ErrClientNotFound
 // (matching ErrNotFound) for an unknown id. Tokens already issued keep their scopes until a
 // refresh, which checks the new ones.
 func (p *Provider) UpdateClient(ctx context.Context, id string, up ClientUpdate) (ClientInfo, error) {
 	var c *storage.Client
+	var secret string
 	err := p.store.InTx(ctx, func(ctx context.Context) error {
 		var err error
 		if c, err = p.store.ClientByID(ctx, id); err != nil {
@@ -319,15 +379,25 @@ func (p *Provider) UpdateClient(ctx context.Context, id string, up ClientUpdate)
 		set(&c.IDTokenAlg, up.IDTokenAlg)
 		set(&c.RequirePAR, up.RequirePAR)
 		set(&c.RequireDPoP, up.RequireDPoP)
+		set(&c.TokenEndpointAuthMethod, up.AuthMethod)
+		set(&c.JWKSURI, up.JWKSURI)
+		set(&c.JWKS, up.JWKS)
+		set(&c.RequestObjectSigningAlg, up.RequestObjectAlg)
 		if err := checkClient(c); err != nil {
 			return err
 		}
-		return clientNotFound(p.store.UpdateClient(ctx, c))
+		if err := p.store.UpdateClient(ctx, c); err != nil {
+			return clientNotFound(err)
+		}
+		secret, err = p.reissueSecretFor(ctx, c)
+		return err
 	})
 	if err != nil {
 		return ClientInfo{}, err
 	}
-	return clientInfo(c), nil
+	info := clientInfo(c)
+	info.ClientSecret = secret
+	return info, nil
 }
 
 // set writes *v to *dst unless v is nil.
@@ -340,7 +410,8 @@ func set[T any](dst *T, v *T) {
 // RotateClientSecret gives the confidential client with that id a new secret of 256 random
 // bits and returns it, once: it is stored only as its keyed hash. The old secret stops
 // authenticating at once. ErrClientNotFound (matching ErrNotFound) for an unknown id,
-// ErrPublicClient for a public client.
+// ErrPublicClient for a public client, ErrNoClientSecret for a private_key_jwt client. A
+// client_secret_jwt client's new secret is also stored sealed.
 func (p *Provider) RotateClientSecret(ctx context.Context, id string) (string, error) {
 	c, err := p.store.ClientByID(ctx, id)
 	if err != nil {
@@ -349,11 +420,17 @@ func (p *Provider) RotateClientSecret(ctx context.Context, id string) (string, e
 	if c.Public {
 		return "", ErrPublicClient
 	}
+	if !clientHasSecret(c) {
+		return "", ErrNoClientSecret
+	}
 	secret, err := randomToken(p.random)
 	if err != nil {
 		return "", err
 	}
-	if err := p.store.SetClientSecretHash(ctx, id, p.hashClientSecret(ctx, secret)); err != nil {
+	if err := p.setClientSecret(ctx, c, secret); err != nil {
+		return "", err
+	}
+	if err := p.store.SetClientSecret(ctx, id, c.SecretHash, c.SecretSealed); err != nil {
 		return "", clientNotFound(err)
 	}
 	return secret, nil
@@ -406,13 +483,15 @@ type UserInfo struct {
 	RequirePIN    bool      `json:"requirePin"`
 	LoginMethods  []string  `json:"loginMethods"`
 	CreatedAt     time.Time `json:"createdAt"`
+	// Profile is the user's standard profile, under the OpenID Connect claim names.
+	Profile Profile `json:"profile"`
 }
 
 func userInfo(u *publicauth.User) UserInfo {
 	return UserInfo{
 		ID: u.ID, Email: u.Email, Name: u.Name, Role: u.Role, Status: u.Status,
 		EmailVerified: u.EmailVerified, RequirePIN: u.RequirePIN, LoginMethods: u.LoginMethods(),
-		CreatedAt: u.CreatedAt.UTC(),
+		CreatedAt: u.CreatedAt.UTC(), Profile: u.Profile,
 	}
 }
 
@@ -487,6 +566,10 @@ type UserUpdate struct {
 	// access tokens, refresh tokens and consents are revoked in one transaction with the
 	// change. False enables it again, and revokes nothing.
 	Disabled *bool
+	// Profile changes the user's name and standard profile (phone_number_verified
+	// included); its zero value changes nothing. A refused value is an error naming the
+	// field.
+	Profile ProfileChange
 }
 
 // UpdateUser applies up to the user that user names by id or email address, in one
@@ -505,7 +588,18 @@ func (p *Provider) UpdateUser(ctx context.Context, user string, up UserUpdate) (
 		}
 		change.Status = &status
 	}
-	if u, err = p.auth.ChangeAccount(ctx, u.ID, change); err != nil {
+	err = p.store.InTx(ctx, func(ctx context.Context) error {
+		if !up.Profile.IsZero() {
+			if u, err = p.auth.ChangeProfile(ctx, u.ID, up.Profile, true); err != nil {
+				return err
+			}
+		}
+		if change != (publicauth.AccountChange{}) {
+			u, err = p.auth.ChangeAccount(ctx, u.ID, change)
+		}
+		return err
+	})
+	if err != nil {
 		return UserInfo{}, userNotFound(err)
 	}
 	return userInfo(u), nil

@@ -100,11 +100,25 @@ func (p *Provider) newAuthorizeRequest(ctx context.Context, r *http.Request) (fo
 	if err := r.ParseMultipartForm(1 << 20); err == nil || errors.Is(err, http.ErrNotMultipart) {
 		resourceErr = mergeResources(r.Form)
 	}
-	ar, err := p.oauth.NewAuthorizeRequest(ctx, r)
+	var ar fosite.AuthorizeRequester
+	err := p.checkRequestObject(r.Form)
+	if err == nil {
+		ar, err = p.oauth.NewAuthorizeRequest(ctx, r)
+		var rfc *fosite.RFC6749Error
+		switch {
+		case err == nil:
+			if err = requestObjectClient(ar); err == nil {
+				settleRequestObject(ar.GetRequestForm())
+			}
+		case r.Form.Get("request") != "" && !errors.As(err, &rfc):
+			// fosite returns some failures of a request object's claims unwrapped.
+			err = fosite.ErrInvalidRequestObject.WithHint("The request object's claims are not valid.").WithWrap(err).WithDebug(err.Error())
+		}
+	}
 	if err != nil {
-		if errors.Is(err, fosite.ErrRequestNotSupported) || errors.Is(err, fosite.ErrRequestURINotSupported) {
-			// fosite rejects request objects before it checks the redirect URI. Parse the
-			// request again without them: when client and redirect URI are valid, the error
+		if requestObjectError(err) {
+			// A request object or request_uri is refused before the redirect URI is
+			// checked. Parse the request again without them: when client and redirect URI are valid, the error
 			// can be redirected to the client, as OpenID Connect Core §6 expects.
 			if plain := p.withoutRequestObject(ctx, r); plain != nil && plain.IsRedirectURIValid() {
 				return plain, err
@@ -114,6 +128,9 @@ func (p *Provider) newAuthorizeRequest(ctx context.Context, r *http.Request) (fo
 	}
 	if resourceErr != nil {
 		return ar, resourceErr
+	}
+	if err := checkClaimsParameter(ar); err != nil {
+		return ar, err
 	}
 	return ar, p.checkPKCE(ar)
 }
@@ -132,6 +149,18 @@ func (p *Provider) checkPKCE(ar fosite.AuthorizeRequester) error {
 		return fosite.ErrInvalidRequest.WithHint("dpop_jkt must be a JWK SHA-256 thumbprint, base64url-encoded.")
 	}
 	return nil
+}
+
+// requestObjectError reports an error about a request object or request_uri, which the
+// client should hear of at its redirect URI when the rest of the request is valid.
+func requestObjectError(err error) bool {
+	for _, e := range []error{fosite.ErrRequestNotSupported, fosite.ErrRequestURINotSupported,
+		fosite.ErrInvalidRequestObject, fosite.ErrInvalidRequestURI} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 func (p *Provider) withoutRequestObject(ctx context.Context, r *http.Request) fosite.AuthorizeRequester {
@@ -190,6 +219,16 @@ func (p *Provider) decide(w http.ResponseWriter, r *http.Request, ar fosite.Auth
 			if sub != user.ID {
 				needLogin = true
 			}
+		}
+	}
+	if user != nil {
+		switch wanted := requestedSubject(form); {
+		case wanted == "" || wanted == user.ID:
+		case fresh:
+			p.authorizeError(w, r, ar, fosite.ErrAccessDenied.WithHint("The user who signed in is not the subject the claims parameter asks for."))
+			return
+		default:
+			needLogin = true
 		}
 	}
 	if needLogin {
@@ -301,7 +340,7 @@ func (p *Provider) newAuthorizeResponse(ctx context.Context, ar fosite.Authorize
 }
 
 // userSession builds the fosite session of a user grant: the ID token claims the granted
-// scopes allow (Account.Claims with `profile`), auth_time from the real login, and the
+// scopes and the `claims` parameter allow (idTokenClaims), auth_time from the real login, and the
 // request time for max_age/prompt.
 func (p *Provider) userSession(ctx context.Context, user *publicauth.User, ar fosite.AuthorizeRequester, authTime, requestedAt time.Time, method string) *Session {
 	s := newSession()
@@ -314,15 +353,7 @@ func (p *Provider) userSession(ctx context.Context, user *publicauth.User, ar fo
 	c.AuthTime = secondUTC(authTime)
 	c.RequestedAt = secondUTC(requestedAt)
 	c.Extra = map[string]any{"azp": ar.GetClient().GetID()}
-	scopes := ar.GetGrantedScopes()
-	if scopes.Has("email") {
-		c.Extra["email"] = user.Email
-		c.Extra["email_verified"] = user.EmailVerified
-	}
-	if scopes.Has("profile") {
-		c.Extra["name"] = user.Name
-	}
-	p.accountClaims(ctx, c.Extra, user, scopes)
+	p.idTokenClaims(ctx, s, user, ar)
 	if amr := amrFor(method); amr != "" {
 		c.AuthenticationMethodsReferences = []string{amr}
 	}

@@ -62,6 +62,7 @@ func BenchmarkClientCredentials(b *testing.B) {
 			p, issuer := benchProvider(b, provider.Config{AccessTokenAlg: alg})
 			c, err := p.CreateClient(context.Background(), provider.ClientSpec{
 				ID: "svc", Name: "Service", GrantTypes: []string{"client_credentials"}, Scopes: []string{"manage_permissions"},
+				AuthMethod: "client_secret_post",
 			})
 			if err != nil {
 				b.Fatal(err)
@@ -87,7 +88,7 @@ func BenchmarkAuthorizationCode(b *testing.B) {
 	p, issuer := benchProvider(b, provider.Config{})
 	ctx := context.Background()
 	const redirect = "http://127.0.0.1:1/callback"
-	c, err := p.CreateClient(ctx, provider.ClientSpec{ID: "web", Name: "Web", RedirectURIs: []string{redirect}, FirstParty: true})
+	c, err := p.CreateClient(ctx, provider.ClientSpec{ID: "web", Name: "Web", RedirectURIs: []string{redirect}, FirstParty: true, AuthMethod: "client_secret_post"})
 	if err != nil {
 		b.Fatal(err)
 	}

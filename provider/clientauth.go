@@ -8,8 +8,9 @@ import (
 	"github.com/ory/fosite"
 )
 
-// singleClientAuthentication is the client authentication of the token, revocation and
-// introspection endpoints: fosite's own, plus three rules of RFC 6749 fosite lets pass.
+// singleClientAuthentication is the client authentication of the token, revocation,
+// introspection, PAR and device authorization endpoints: authenticate (clientAuthenticator, which holds each
+// client to its registered method), plus three rules of RFC 6749 checked before it.
 //   - A request that authenticates twice (HTTP Basic and a client_secret or
 //     client_assertion in the form) is invalid_request (§2.3: one method per request).
 //   - A request with no client credentials at all is invalid_client (§5.2).

@@ -190,8 +190,9 @@ func TestCodeFlow(t *testing.T) {
 			}
 		})
 
-		t.Run("client_secret_post authenticates", func(t *testing.T) {
-			postRP := e.relyingParty(t, webapp)
+		t.Run("client_secret_post authenticates a client registered for it", func(t *testing.T) {
+			webpost := e.client(t, provider.ClientSpec{ID: "webpost", Name: "Web App (post)", FirstParty: true, AuthMethod: "client_secret_post"})
+			postRP := e.relyingParty(t, webpost)
 			postRP.config.Endpoint.AuthStyle = oauth2.AuthStyleInParams
 			_, tok := postRP.signIn(t, e, signedIn, alice.Email)
 			if tok.claims["sub"] != alice.ID {

@@ -3,6 +3,7 @@ package provider
 import (
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/trace"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -178,7 +179,8 @@ type options struct {
 	logger *slog.Logger
 	store  *storage.Store
 	mailer publicauth.Mailer
-	events events.Sink // WithEvents
+	events events.Sink          // WithEvents
+	tracer trace.TracerProvider // WithTracerProvider; nil: no tracing
 	accountOptions
 }
 

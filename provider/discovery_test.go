@@ -60,8 +60,13 @@ func TestDiscovery(t *testing.T) {
 				{field: "subject_types_supported", want: []string{"public"}},
 				{field: "id_token_signing_alg_values_supported", want: []string{"RS256", "ES256"}},
 				{field: "code_challenge_methods_supported", want: []string{"S256"}, exact: true},
-				{field: "token_endpoint_auth_methods_supported", want: []string{"client_secret_basic", "client_secret_post", "none"}},
-				{field: "introspection_endpoint_auth_methods_supported", want: []string{"client_secret_basic", "client_secret_post"}, exact: true},
+				{field: "token_endpoint_auth_methods_supported", want: []string{"client_secret_basic", "client_secret_post", "client_secret_jwt", "private_key_jwt", "none"}, exact: true},
+				{field: "revocation_endpoint_auth_methods_supported", want: []string{"client_secret_basic", "client_secret_post", "client_secret_jwt", "private_key_jwt", "none"}, exact: true},
+				{field: "introspection_endpoint_auth_methods_supported", want: []string{"client_secret_basic", "client_secret_post", "client_secret_jwt", "private_key_jwt"}, exact: true},
+				{field: "token_endpoint_auth_signing_alg_values_supported", want: []string{"ES256", "RS256", "PS256", "EdDSA", "HS256"}},
+				{field: "introspection_endpoint_auth_signing_alg_values_supported", want: []string{"ES256", "RS256", "HS256"}},
+				{field: "revocation_endpoint_auth_signing_alg_values_supported", want: []string{"ES256", "RS256", "HS256"}},
+				{field: "request_object_signing_alg_values_supported", want: []string{"ES256", "RS256", "PS256"}},
 				{field: "scopes_supported", want: []string{"openid", "profile", "email", "offline_access", "manage_permissions"}},
 				{field: "grant_types_supported", want: []string{"authorization_code", "refresh_token", "client_credentials",
 					"urn:ietf:params:oauth:grant-type:device_code"}},
@@ -82,8 +87,16 @@ func TestDiscovery(t *testing.T) {
 			if got := doc["authorization_response_iss_parameter_supported"]; got != true {
 				t.Errorf("authorization_response_iss_parameter_supported: got %v, want true", got)
 			}
-			if got := doc["request_parameter_supported"]; got == true {
-				t.Errorf("request_parameter_supported: got true, want it not advertised (request objects are not processed)")
+			if got := doc["request_parameter_supported"]; got != true {
+				t.Errorf("request_parameter_supported: got %v, want true", got)
+			}
+			if got := doc["request_uri_parameter_supported"]; got == true {
+				t.Errorf("request_uri_parameter_supported: got true, want it not advertised (only PAR's request_uri values are accepted)")
+			}
+			for _, field := range []string{"request_object_signing_alg_values_supported", "token_endpoint_auth_signing_alg_values_supported"} {
+				if got := stringList(t, doc, field); slices.Contains(got, "none") {
+					t.Errorf("%s: got %v, want no none", field, got)
+				}
 			}
 		})
 

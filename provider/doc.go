@@ -12,8 +12,10 @@
 //
 // New assembles ory/fosite from typed handlers — authorization code with PKCE (S256 only),
 // refresh token rotation with reuse detection, client credentials, revocation (RFC 7009),
-// introspection (RFC 7662), pushed authorization requests (RFC 9126) and OpenID
-// Connect — over the GORM storage of package storage, with stateless JWT access tokens
+// introspection (RFC 7662), pushed authorization requests (RFC 9126), request objects
+// (RFC 9101) and OpenID Connect, with each client held to the one authentication method it
+// registered (client_secret_basic, client_secret_post, client_secret_jwt, private_key_jwt
+// or none; RFC 7523 assertions) — over the GORM storage of package storage, with stateless JWT access tokens
 // (RFC 9068, ES256 by default; no row per token, revoked by rules the storage checks in
 // one query) and ID tokens signed by keys it creates,
 // encrypts under the system secret and rotates (RotateKeys). It serves RP-initiated logout,

@@ -107,12 +107,12 @@ func TestAuthorizeErrors(t *testing.T) {
 				wantStatus: http.StatusBadRequest,
 			},
 			{
-				name:       "an unsigned request object is request_not_supported",
+				name:       "an unsigned request object is invalid_request_object",
 				change:     func(ar *authRequest) { ar.set("request", unsignedRequestObject(ar.state, ar.nonce)) },
-				wantErrors: []string{"request_not_supported"},
+				wantErrors: []string{"invalid_request_object"},
 			},
 			{
-				name:       "request_uri is request_uri_not_supported",
+				name:       "a request_uri not issued by PAR is request_uri_not_supported",
 				change:     func(ar *authRequest) { ar.set("request_uri", rpRedirectURI+"/request.jwt") },
 				wantErrors: []string{"request_uri_not_supported"},
 			},

@@ -160,6 +160,10 @@ func TestClientAuthenticationRules(t *testing.T) {
 		webapp := e.client(t, provider.ClientSpec{ID: "webapp", FirstParty: true,
 			GrantTypes: []string{"authorization_code", "refresh_token", "client_credentials"}, Scopes: []string{"openid", "read"}})
 		spa := e.client(t, provider.ClientSpec{ID: "spa", Public: true})
+		// Each client has one authentication method: webapp client_secret_basic (the
+		// default), webpost client_secret_post.
+		webpost := e.client(t, provider.ClientSpec{ID: "webpost", FirstParty: true, AuthMethod: "client_secret_post",
+			GrantTypes: []string{"authorization_code", "refresh_token", "client_credentials"}, Scopes: []string{"openid", "read"}})
 		wrong := webapp
 		wrong.ClientSecret = "not the secret"
 
@@ -215,8 +219,8 @@ func TestClientAuthenticationRules(t *testing.T) {
 					}
 				})
 			}
-			t.Run(ep.path+": one authentication is accepted", func(t *testing.T) {
-				form := with(ep.form, url.Values{"client_id": {webapp.ClientID}, "client_secret": {webapp.ClientSecret}})
+			t.Run(ep.path+": one authentication by the registered method is accepted", func(t *testing.T) {
+				form := with(ep.form, url.Values{"client_id": {webpost.ClientID}, "client_secret": {webpost.ClientSecret}})
 				if r := e.call(t, http.MethodPost, ep.path, form, nil); r.status != http.StatusOK {
 					t.Errorf("client_secret_post: got %s, want 200", r)
 				}

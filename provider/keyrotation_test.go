@@ -83,7 +83,7 @@ func TestScheduledKeyRotationAcrossReplicas(t *testing.T) {
 		replicas := []replica{a, bRep}
 		secret := strings.Repeat("s", 32)
 		if _, err := a.p.CreateClient(ctx, provider.ClientSpec{ID: "svc", Secret: secret,
-			GrantTypes: []string{"client_credentials"}}); err != nil {
+			GrantTypes: []string{"client_credentials"}, AuthMethod: "client_secret_post"}); err != nil {
 			t.Fatal(err)
 		}
 

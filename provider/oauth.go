@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"go.opentelemetry.io/otel/trace"
 	"maps"
 	"time"
 
@@ -72,7 +73,7 @@ type fositeStore interface {
 // OpenID Connect), refresh token, client credentials, introspection, revocation and pushed
 // authorization requests (stored in access.store). Nothing else is enabled — no implicit or hybrid flow, no password grant. Access tokens are
 // stateless: access verifies them, for the revocation endpoint among others.
-func newOAuth2Provider(cfg Config, store fositeStore, access *accessTokenVerifier) (*fosite.Fosite, *jwtSigner) {
+func newOAuth2Provider(cfg Config, store fositeStore, access *accessTokenVerifier, tp trace.TracerProvider) (*fosite.Fosite, *jwtSigner) {
 	keys, now := access.keys, access.now
 	fc := &fosite.Config{
 		AccessTokenLifespan:            cfg.AccessTokenLifespan,
@@ -155,6 +156,15 @@ func newOAuth2Provider(cfg Config, store fositeStore, access *accessTokenVerifie
 	fc.RevocationHandlers = fosite.RevocationHandlers{revocation}
 	fc.PushedAuthorizeEndpointHandlers = fosite.PushedAuthorizeEndpointHandlers{newPushedAuthorizeHandler(fc, access.store, now)}
 	oauth := fosite.NewOAuth2Provider(store, fc)
-	fc.ClientAuthenticationStrategy = singleClientAuthentication(oauth.DefaultClientAuthenticationStrategy)
+	// Every endpoint that authenticates clients (token, introspection, revocation, PAR,
+	// device authorization) goes through fosite's AuthenticateClient, so this one strategy
+	// decides them all.
+	keySets := newClientKeySets(now)
+	keySets.client = tracedClient(tp, keySets.client) // client spans for jwks_uri fetches
+	fc.JWKSFetcherStrategy = keySets
+	fc.ClientAuthenticationStrategy = singleClientAuthentication((&clientAuthenticator{
+		clients: store, hasher: fc.ClientSecretsHasher, secrets: newClientSecretSealer(cfg.Secret),
+		keySets: keySets, issuer: cfg.Issuer, now: now,
+	}).authenticate)
 	return oauth, idSigner
 }

@@ -112,12 +112,12 @@ func TestDatabaseOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.Close() })
-	client, err := p.CreateClient(ctx, provider.ClientSpec{ID: "svc", GrantTypes: []string{"client_credentials"}})
+	client, err := p.CreateClient(ctx, provider.ClientSpec{ID: "svc", GrantTypes: []string{"client_credentials"}, AuthMethod: "client_secret_post"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A client not yet used: the outage finds it in no cache.
-	cold, err := p.CreateClient(ctx, provider.ClientSpec{ID: "cold", GrantTypes: []string{"client_credentials"}})
+	cold, err := p.CreateClient(ctx, provider.ClientSpec{ID: "cold", GrantTypes: []string{"client_credentials"}, AuthMethod: "client_secret_post"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -152,12 +152,26 @@ func (p *Provider) newPushedAuthorizeRequest(ctx context.Context, r *http.Reques
 			return nil, fosite.ErrInvalidRequest.WithHint("The client_id does not name the authenticated client.")
 		}
 	}
+	if r.Form.Get("request") != "" {
+		// A pushed request object is checked as at the authorization endpoint; a pushed
+		// request_uri is fosite's invalid_request (§2.1).
+		if err := p.checkRequestObject(r.Form); err != nil {
+			return nil, err
+		}
+	}
 	ar, err := p.oauth.NewPushedAuthorizeRequest(ctx, r)
 	if err != nil {
 		return ar, err
 	}
+	if err := requestObjectClient(ar); err != nil {
+		return ar, err
+	}
+	settleRequestObject(ar.GetRequestForm())
 	if resourceErr != nil {
 		return ar, resourceErr
+	}
+	if err := checkClaimsParameter(ar); err != nil {
+		return ar, err
 	}
 	return ar, p.checkPKCE(ar)
 }

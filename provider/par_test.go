@@ -129,19 +129,20 @@ func TestPushedAuthorizationRequests(t *testing.T) {
 		})
 
 		t.Run("the stored request holds no client secret", func(t *testing.T) {
-			ar := rp.start()
+			poster := e.client(t, provider.ClientSpec{ID: "poster", FirstParty: true, AuthMethod: "client_secret_post"})
+			ar := e.relyingParty(t, poster).start()
 			form := ar.url.Query()
-			form.Set("client_secret", webapp.ClientSecret)
+			form.Set("client_secret", poster.ClientSecret)
 			r := e.push(t, form, nil)
 			if r.status != http.StatusCreated {
 				t.Fatalf("push with client_secret_post: got %s, want 201", r)
 			}
 			uri, _ := r.body["request_uri"].(string)
-			row, err := e.store.ConsumePushedRequest(context.Background(), sha256Hex(uri), webapp.ClientID, time.Now())
+			row, err := e.store.ConsumePushedRequest(context.Background(), sha256Hex(uri), poster.ClientID, time.Now())
 			if err != nil {
 				t.Fatalf("ConsumePushedRequest: %v", err)
 			}
-			if strings.Contains(row.Form, webapp.ClientSecret) || strings.Contains(row.Form, "client_secret") {
+			if strings.Contains(row.Form, poster.ClientSecret) || strings.Contains(row.Form, "client_secret") {
 				t.Errorf("stored form %q holds the client secret", row.Form)
 			}
 			if row.IDHash == uri || strings.Contains(row.Form, uri) {

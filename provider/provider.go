@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/trace"
 	"io"
 	"log/slog"
 	"net/http"
@@ -58,6 +59,11 @@ type Provider struct {
 	// connection, if any.
 	limiter      publicauth.Limiter
 	closeLimiter func() error
+	// stats counts what Stats reports and no event does.
+	stats *opsCounters
+	// tracer is the WithTracerProvider, nil when tracing is off; outbound HTTP clients are
+	// wrapped by tracedClient with it.
+	tracer trace.TracerProvider
 
 	stop context.CancelFunc
 	wg   sync.WaitGroup
@@ -90,11 +96,11 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	if o.accounts != nil && len(cfg.Social.upstreams()) > 0 {
 		return nil, errors.New("provider: social and upstream login need Gatehouse's own accounts: drop Config.Social or WithAccounts")
 	}
-	p := &Provider{cfg: cfg, log: o.logger, now: o.now, random: o.random, store: o.store, claims: o.claims, events: o.emitter()}
+	p := &Provider{cfg: cfg, log: o.logger, now: o.now, random: o.random, store: o.store, claims: o.claims, events: o.emitter(), stats: newOpsCounters(), tracer: o.tracer}
 	p.mount, _ = mountpath.Of(cfg.Issuer) // withDefaults checked it
 	if p.store == nil {
 		if p.store, err = storage.Open(ctx, cfg.DSN, storage.WithLogger(o.logger), storage.WithPool(cfg.DBPool),
-			storage.WithClientCacheRefresh(cfg.ClientCacheRefresh)); err != nil {
+			storage.WithClientCacheRefresh(cfg.ClientCacheRefresh), storage.WithTracerProvider(o.tracer)); err != nil {
 			return nil, fmt.Errorf("provider: open database: %w", err)
 		}
 		p.ownStore = true
@@ -144,12 +150,13 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	if p.dpop, err = newDPoPVerifier(cfg, p.store, o.now); err != nil {
 		return fail(err)
 	}
-	p.oauth, p.idSigner = newOAuth2Provider(cfg, p.fositeStore(), p.verifier)
+	p.oauth, p.idSigner = newOAuth2Provider(cfg, p.fositeStore(), p.verifier, o.tracer)
 
 	if p.limiter, p.closeLimiter, err = newLimiter(cfg.PublicAuth, o); err != nil {
 		return fail(err)
 	}
-	if p.auth, err = newPublicAuth(cfg, p.store, p.limiter, o); err != nil {
+	p.limiter = countingLimiter{Limiter: p.limiter, counts: p.stats}
+	if p.auth, err = newPublicAuth(cfg, p.store, p.limiter, p.stats, o); err != nil {
 		return fail(err)
 	}
 	if p.social, err = p.newSocial(cfg); err != nil {
@@ -161,7 +168,7 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	if p.ui, err = p.newUI(cfg); err != nil {
 		return fail(err)
 	}
-	p.router = p.routes()
+	p.router = traceRequests(o.tracer, p.routes())
 
 	bg, stop := context.WithCancel(context.Background())
 	p.stop = stop

@@ -154,7 +154,7 @@ func newLimiter(pc PublicAuthConfig, o options) (limiter publicauth.Limiter, clo
 
 // newPublicAuth builds the public authentication service of cfg over store and limiter,
 // with mail through SMTP when configured, else the log.
-func newPublicAuth(cfg Config, store *storage.Store, limiter publicauth.Limiter, o options) (svc *publicauth.Service, err error) {
+func newPublicAuth(cfg Config, store *storage.Store, limiter publicauth.Limiter, counts *opsCounters, o options) (svc *publicauth.Service, err error) {
 	pc := cfg.PublicAuth
 	mailer := o.mailer
 	switch {
@@ -166,6 +166,7 @@ func newPublicAuth(cfg Config, store *storage.Store, limiter publicauth.Limiter,
 	default:
 		mailer = publicauth.NewLogMailer(o.logger)
 	}
+	mailer = traceMailer(o.tracer, countingMailer{next: mailer, counts: counts})
 	opts := []publicauth.Option{
 		publicauth.WithClock(o.now), publicauth.WithRandom(o.random), publicauth.WithLogger(o.logger),
 		publicauth.WithMailer(mailer), publicauth.WithLimiter(limiter), publicauth.WithEvents(o.emitter()),

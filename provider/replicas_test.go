@@ -32,7 +32,7 @@ func TestReplicasShareRotatedKeys(t *testing.T) {
 			srv := httptest.NewServer(p)
 			t.Cleanup(func() { srv.Close(); _ = p.Close() })
 			if _, err := p.CreateClient(ctx, provider.ClientSpec{ID: "svc", Secret: strings.Repeat("s", 32),
-				GrantTypes: []string{"client_credentials"}}); err != nil && !strings.Contains(err.Error(), "exists") {
+				GrantTypes: []string{"client_credentials"}, AuthMethod: "client_secret_post"}); err != nil && !strings.Contains(err.Error(), "exists") {
 				t.Fatal(err)
 			}
 			return srv
@@ -63,9 +63,8 @@ func TestReplicasShareRotatedKeys(t *testing.T) {
 		activeAtB := func(accessToken string) bool {
 			t.Helper()
 			req, _ := http.NewRequest(http.MethodPost, bSrv.URL+"/api/oauth/introspect",
-				strings.NewReader(url.Values{"token": {accessToken}}.Encode()))
+				strings.NewReader(url.Values{"token": {accessToken}, "client_id": {"svc"}, "client_secret": {strings.Repeat("s", 32)}}.Encode()))
 			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-			req.SetBasicAuth("svc", strings.Repeat("s", 32))
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Fatal(err)

@@ -17,9 +17,9 @@ type Scope struct {
 	Description string
 }
 
-// builtinScopes are the scopes Gatehouse defines itself, with the OpenID Connect scopes it
-// does not serve (address, phone); a custom scope cannot take their names.
-var builtinScopes = append(slices.Clone(scopesSupported), "address", "phone")
+// builtinScopes are the scopes Gatehouse defines itself; a custom scope cannot take their
+// names.
+var builtinScopes = scopesSupported
 
 // validScopeToken reports whether s is a scope-token of RFC 6749 §3.3:
 // 1*( %x21 / %x23-5B / %x5D-7E ).

@@ -19,6 +19,10 @@ type Session struct {
 	// UserBound is true for tokens issued on behalf of a user (authorization_code and
 	// refresh_token grants) and false for client tokens (client_credentials).
 	UserBound bool `json:"user_bound"`
+	// ClaimsRequest is the authorization request's `claims` parameter (OpenID Connect Core
+	// §5.5), parsed; nil without one. Its userinfo member rides in the grant's access tokens
+	// to the userinfo endpoint (claimUserinfoRequest).
+	ClaimsRequest *claimsParameter `json:"claims_request,omitempty"`
 	// DPoPJKT is the thumbprint of the DPoP key a public client's refresh token is bound to
 	// (RFC 9449 §5), "" when it is not bound: a refresh must come with a proof by that key.
 	// Only the token endpoint sets it.

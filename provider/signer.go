@@ -21,7 +21,11 @@ type jwtSigner struct {
 
 var _ jwt.Signer = (*jwtSigner)(nil)
 
+// Generate signs the claims fosite built, an ID token's among them. fosite writes the
+// request time as `rat`, which no specification defines: it is dropped here, after fosite
+// has used the request time for its max_age and prompt checks.
 func (s *jwtSigner) Generate(_ context.Context, claims jwt.MapClaims, header jwt.Mapper) (string, string, error) {
+	delete(claims, "rat")
 	k, err := s.keys.activeKey(s.alg)
 	if err != nil {
 		return "", "", err

@@ -17,7 +17,7 @@ func (p *Provider) newSocial(cfg Config) (*social.Service, error) {
 		Secret:          deriveKey(cfg.Secret, "social-login"),
 		InsecureCookies: !secureCookies(cfg.Issuer),
 		Upstreams:       cfg.Social.upstreams(),
-		HTTPClient:      cfg.Social.HTTPClient,
+		HTTPClient:      tracedClient(p.tracer, cfg.Social.HTTPClient),
 	}, p.auth, p.auth.Identities(p.store), socialHost{p}, social.WithRandom(p.random), social.WithLogger(p.log))
 }
 

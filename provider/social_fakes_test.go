@@ -39,6 +39,9 @@ const (
 type fakeProfile struct {
 	Sub, Email, Name string
 	Verified         bool
+	// Given, Family, Picture and Locale are the standard claims Google's userinfo adds
+	// when set.
+	Given, Family, Picture, Locale string
 }
 
 type fakeGrant struct {
@@ -220,7 +223,13 @@ func (f *fakeUpstream) profile(w http.ResponseWriter, r *http.Request) {
 		writeFakeJSON(w, http.StatusOK, me)
 		return
 	}
-	writeFakeJSON(w, http.StatusOK, map[string]any{"sub": p.Sub, "email": p.Email, "email_verified": p.Verified, "name": p.Name})
+	info := map[string]any{"sub": p.Sub, "email": p.Email, "email_verified": p.Verified, "name": p.Name}
+	for name, v := range map[string]string{"given_name": p.Given, "family_name": p.Family, "picture": p.Picture, "locale": p.Locale} {
+		if v != "" {
+			info[name] = v
+		}
+	}
+	writeFakeJSON(w, http.StatusOK, info)
 }
 
 // jwt signs claims with HS256 under the fake's own key.

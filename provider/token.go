@@ -162,9 +162,11 @@ func (h *revocationHandler) RevokeToken(ctx context.Context, token string, use f
 
 // userinfo is the UserInfo endpoint (OpenID Connect Core §5.3): GET or POST, the access
 // token in the Authorization header or (POST) the form body. It answers the claims the
-// token's scopes allow, read fresh from the Accounts store: sub; email and email_verified
-// with `email`; name, updated_at (Gatehouse's own users) and Account.Claims with `profile`;
-// and the claims of WithClaims (an error there is a logged 500).
+// token's scopes allow, read fresh from the Accounts store: sub; the standard claims of each
+// granted scope (`profile`, `email`, `phone`, `address`: releaseStandardClaims), filtered by
+// the `userinfo` member of the grant's `claims` parameter (claimUserinfoRequest); the other
+// Account.Claims with `profile`; and the claims of WithClaims (an error there is a logged
+// 500).
 func (p *Provider) userinfo(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	at, ok := p.bearerToken(w, r)
@@ -189,6 +191,7 @@ func (p *Provider) userinfo(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	claims := map[string]any{}
+	releaseStandardClaims(claims, user, scopes, userinfoRequest(at), true)
 	p.accountClaims(ctx, claims, user, scopes)
 	err = p.customClaims(ctx, claims, ClaimsRequest{
 		Token: ClaimsUserinfo, ClientID: at.ClientID, Subject: at.Subject, Scopes: at.Scopes, Account: accountOf(user),
@@ -199,16 +202,6 @@ func (p *Provider) userinfo(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	claims["sub"] = user.ID
-	if scopes.Has("email") {
-		claims["email"] = user.Email
-		claims["email_verified"] = user.EmailVerified
-	}
-	if scopes.Has("profile") {
-		claims["name"] = user.Name
-		if !user.UpdatedAt.IsZero() {
-			claims["updated_at"] = user.UpdatedAt.Unix()
-		}
-	}
 	httpjson.Write(w, http.StatusOK, claims)
 }
 

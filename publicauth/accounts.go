@@ -20,9 +20,13 @@ type Account struct {
 	// RequirePIN turns the PIN gate on for the account: a password or magic-link login asks
 	// for a one-time PIN sent by mail to Email before the session starts.
 	RequirePIN bool
-	// Claims are further claims of the account (for example "groups", "locale"). They go
-	// into the userinfo response and the ID token when the grant holds the `profile`
-	// scope; a claim that Gatehouse sets itself (sub, iss, email, …) is dropped. May be nil.
+	// Claims are further claims of the account (for example "groups", "given_name"). The
+	// OpenID Connect standard claims among them (given_name, locale, phone_number, address,
+	// …) are released as Gatehouse's own users' are: by their scope (profile, phone,
+	// address) at userinfo, and in the ID token only when the `claims` parameter asks. The
+	// others go into the userinfo response and the ID token when the grant holds the
+	// `profile` scope. A claim that Gatehouse sets itself (sub, iss, email, …) is dropped.
+	// May be nil.
 	Claims map[string]any
 }
 

@@ -33,7 +33,8 @@ func TestAdminUpdateUser(t *testing.T) {
 		}{
 			{"no session", path, `{"requirePin": true}`, nil, 401, `{"error":"Unauthorized","message":"no valid session"}`},
 			{"a user who is not an admin", path, `{"requirePin": true}`, []*http.Cookie{user}, 403, `{"error":"Forbidden","message":"admin role required"}`},
-			{"nothing to change", path, `{}`, []*http.Cookie{admin}, 400, `{"error":"Bad Request","message":"requirePin or status is required"}`},
+			{"nothing to change", path, `{}`, []*http.Cookie{admin}, 400, `{"error":"Bad Request","message":"requirePin, status or a profile field is required"}`},
+			{"a bad profile value", path, `{"phoneNumber": "12345"}`, []*http.Cookie{admin}, 400, `{"error":"Bad Request","message":"phoneNumber must be an E.164 number such as +14155550100"}`},
 			{"an unknown status", path, `{"status": "gone"}`, []*http.Cookie{admin}, 400, `{"error":"Bad Request","message":"status must be active or disabled"}`},
 			{"a status that is not a string", path, `{"status": false}`, []*http.Cookie{admin}, 400, `{"error":"Bad Request","message":"status must be a JSON string"}`},
 			{"not a boolean", path, `{"requirePin": "yes"}`, []*http.Cookie{admin}, 400, `{"error":"Bad Request","message":"requirePin must be a JSON bool"}`},
@@ -50,6 +51,12 @@ func TestAdminUpdateUser(t *testing.T) {
 		wantStatus(t, res, http.StatusOK)
 		if got := res.json(t); got["requirePin"] != true || got["id"] != jo.ID {
 			t.Errorf("PATCH answered %s, want jo with requirePin true", res.body)
+		}
+		// The admin sets what the user cannot: a verified phone number, with the profile.
+		res = e.do(t, http.MethodPatch, path, "application/json", `{"phoneNumber": "+14155550100", "phoneNumberVerified": true, "givenName": "Jo"}`, admin)
+		wantStatus(t, res, http.StatusOK)
+		if got, _ := res.json(t)["profile"].(map[string]any); got["phoneNumber"] != "+14155550100" || got["phoneNumberVerified"] != true || got["givenName"] != "Jo" {
+			t.Errorf("PATCH of the profile answered %s", res.body)
 		}
 		login := e.postJSON(t, "/api/public/login", map[string]string{"email": jo.Email, "password": pw})
 		if login.json(t)["pinRequired"] != true {
@@ -79,6 +86,12 @@ func TestAdminDisablesUser(t *testing.T) {
 			t.Errorf("PATCH answered %s, want status disabled", res.body)
 		}
 		wantStatus(t, e.do(t, http.MethodGet, "/api/public/session", "", "", user), http.StatusUnauthorized)
+		// The admin sets what the user cannot: a verified phone number, with the profile.
+		res = e.do(t, http.MethodPatch, path, "application/json", `{"phoneNumber": "+14155550100", "phoneNumberVerified": true, "givenName": "Jo"}`, admin)
+		wantStatus(t, res, http.StatusOK)
+		if got, _ := res.json(t)["profile"].(map[string]any); got["phoneNumber"] != "+14155550100" || got["phoneNumberVerified"] != true || got["givenName"] != "Jo" {
+			t.Errorf("PATCH of the profile answered %s", res.body)
+		}
 		login := e.postJSON(t, "/api/public/login", map[string]string{"email": jo.Email, "password": pw})
 		wantStatus(t, login, http.StatusForbidden)
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gatehouse-id/gatehouse/internal/httpjson"
@@ -107,6 +108,8 @@ func RetryAfterSeconds(err error) (int, bool) {
 // JSON type is an *InputError naming it.
 func decodeJSON(w http.ResponseWriter, r *http.Request, dst any) error {
 	return httpjson.Decode(w, r, dst, maxBodyBytes, func(field, reason string) error {
-		return &InputError{Field: field, Reason: reason}
+		// encoding/json names a field of an embedded struct by its Go path; the client knows
+		// only the JSON name.
+		return &InputError{Field: strings.TrimPrefix(field, "profileFields."), Reason: reason}
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/google/uuid"
@@ -25,6 +26,11 @@ type Identity struct {
 	EmailVerified bool
 	// Name is the display name the provider reported; it may be empty.
 	Name string
+	// Profile is what the provider reported of the standard profile (given and family
+	// name, nickname, picture, locale, …). It fills the empty fields of the account's
+	// profile when the identity is first linked or creates the account, never overwriting
+	// what the user set; a value that fails the profile's rules is dropped.
+	Profile Profile
 }
 
 // IdentityStore persists the links between provider identities and users.
@@ -176,7 +182,19 @@ func (ids *Identities) login(ctx context.Context, id Identity, signedIn *User) (
 }
 
 func (ids *Identities) link(ctx context.Context, userID string, id Identity) (IdentityLogin, error) {
-	u, err := ids.store.LinkIdentity(ctx, userID, id)
+	var u *User
+	err := ids.s.store.InTx(ctx, func(ctx context.Context) error {
+		var err error
+		if u, err = ids.store.LinkIdentity(ctx, userID, id); err != nil {
+			return err
+		}
+		filled := fillProfile(u.Profile, id.Profile, ids.s.now())
+		if reflect.DeepEqual(filled, u.Profile) {
+			return nil
+		}
+		u, err = ids.s.store.ChangeUser(ctx, userID, UserChange{Profile: &filled})
+		return err
+	})
 	if err != nil {
 		if errors.Is(err, ErrIdentityTaken) {
 			return IdentityLogin{}, err
@@ -206,6 +224,7 @@ func (ids *Identities) newSocialUser(id Identity) (*User, error) {
 		Role:            RoleUser,
 		Status:          StatusActive,
 		SocialProviders: []string{id.Provider},
+		Profile:         fillProfile(Profile{}, id.Profile, now),
 		CreatedAt:       now,
 		UpdatedAt:       now,
 	}, nil

@@ -24,6 +24,8 @@ import (
 //	POST /api/admin/login
 //	POST /api/admin/logout
 //	PATCH /api/admin/users/{userId}
+//	GET  /api/public/me
+//	PATCH /api/public/me
 //	GET  /api/sso/validate
 //
 // The links mail opens (GET /api/public/verify-email, GET /api/public/magic-login) are browser
@@ -54,6 +56,8 @@ func (s *Service) Routes(r *mux.Router) {
 		{http.MethodPost, "/api/admin/logout", h.adminLogout},
 		{http.MethodPatch, "/api/admin/users/{userId}", h.adminUpdateUser},
 		{http.MethodGet, "/api/sso/validate", h.ssoValidate},
+		{http.MethodGet, "/api/public/me", h.me},
+		{http.MethodPatch, "/api/public/me", h.updateMe},
 	} {
 		r.Handle(route.path, s.sameOrigin.Wrap(route.handle)).Methods(route.method)
 	}

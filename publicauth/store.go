@@ -34,6 +34,9 @@ type UserChange struct {
 	EmailVerified *bool
 	RequirePIN    *bool
 	Status        *string
+	Name          *string
+	// Profile replaces the whole stored profile.
+	Profile *Profile
 }
 
 // GrantStore revokes what a user has granted to client applications.

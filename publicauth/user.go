@@ -43,7 +43,10 @@ type User struct {
 	SocialProviders []string
 	// Claims are the further claims of an account from a store given with WithAccounts
 	// (Account.Claims); nil for Gatehouse's own users.
-	Claims    map[string]any
+	Claims map[string]any
+	// Profile is the OpenID Connect standard profile of Gatehouse's own users; the zero
+	// Profile for an account of a store given with WithAccounts (its Claims carry it).
+	Profile   Profile
 	CreatedAt time.Time
 	UpdatedAt time.Time
 

@@ -105,9 +105,13 @@ func (c *cli) clientCreate(ctx context.Context, args []string) int {
 	cmd.str(&spec.IDTokenAlg, "id-token-alg", "RS256|ES256|EdDSA", "", "ID token signing algorithm (default RS256)")
 	cmd.flag(&spec.RequirePAR, "require-par", "the client must push its authorization requests to /api/oauth/par (RFC 9126)")
 	cmd.flag(&spec.RequireDPoP, "require-dpop", "every token request must carry a DPoP proof (RFC 9449), binding each token to the client's key")
+	auth := addClientAuthFlags(cmd)
 	a := addAdminFlags(cmd)
 	return c.execute(ctx, cmd, args, func(ctx context.Context) error {
 		spec.Scopes = splitScopes(scopes)
+		if err := auth.applyToSpec(&spec); err != nil {
+			return err
+		}
 		var err error
 		if spec.IDTokenAlg, err = idTokenAlg(spec.IDTokenAlg); err != nil {
 			return err
@@ -163,7 +167,7 @@ func optionalBool(name, value string) (*bool, error) {
 func (c *cli) clientUpdate(ctx context.Context, args []string) int {
 	cmd := newCommand("client update", "gatehouse client update --id ID [flags]",
 		"Changes the settings given of an existing client, keeps the others, and prints it as\n"+
-			"JSON (never its secret). A list flag given replaces the whole list; given only with an\n"+
+			"JSON (its secret only when a change of --auth-method issued one). A list flag given replaces the whole list; given only with an\n"+
 			"empty value (--post-logout-redirect-uri=) it empties it. Removing a redirect URI\n"+
 			"revokes the unused authorization codes issued for it. A client stays public or\n"+
 			"confidential: delete it and create it again to change that.")
@@ -181,6 +185,7 @@ func (c *cli) clientUpdate(ctx context.Context, args []string) int {
 	cmd.str(&alg, "id-token-alg", "RS256|ES256|EdDSA", "", "ID token signing algorithm")
 	cmd.str(&requirePAR, "require-par", "true|false", "", "must push its authorization requests to /api/oauth/par (RFC 9126)")
 	cmd.str(&requireDPoP, "require-dpop", "true|false", "", "every token request must carry a DPoP proof")
+	auth := addClientAuthFlags(cmd)
 	a := addAdminFlags(cmd)
 	return c.execute(ctx, cmd, args, func(ctx context.Context) error {
 		if id == "" {
@@ -224,6 +229,9 @@ func (c *cli) clientUpdate(ctx context.Context, args []string) int {
 				return err
 			}
 			up.IDTokenAlg = &alg
+		}
+		if err := auth.applyToUpdate(&up); err != nil {
+			return err
 		}
 		if up == (provider.ClientUpdate{}) {
 			return usageError("give at least one setting to change")
@@ -315,22 +323,26 @@ func (c *cli) userCreate(ctx context.Context, args []string) int {
 }
 
 func (c *cli) userUpdate(ctx context.Context, args []string) int {
-	cmd := newCommand("user update", "gatehouse user update --user ID|EMAIL [--require-pin=true|false] [--disabled=true|false] [flags]",
+	cmd := newCommand("user update", "gatehouse user update --user ID|EMAIL [--require-pin=true|false] [--disabled=true|false] [--phone-number E164] [--phone-number-verified=true|false] [flags]",
 		"Changes an existing user and prints it as JSON. --require-pin turns the PIN gate on or\n"+
 			"off for that user. --disabled=true disables the account: it can no longer log in, and\n"+
 			"its sessions, access tokens, refresh tokens and consents are revoked at once;\n"+
-			"--disabled=false enables it again (nothing revoked comes back).")
-	var user, requirePIN, disabled string
+			"--disabled=false enables it again (nothing revoked comes back). --phone-number sets the\n"+
+			"phone_number claim (a new number is unverified) and --phone-number-verified vouches\n"+
+			"for it, which users cannot do themselves.")
+	var user, requirePIN, disabled, phone, phoneVerified string
 	cmd.str(&user, "user", "ID|EMAIL", "", "the user's id or email address (required)")
 	cmd.str(&requirePIN, "require-pin", "true|false", "", "ask for a PIN sent by mail after each password or magic-link login")
 	cmd.str(&disabled, "disabled", "true|false", "", "disable the account and revoke everything issued to it, or enable it again")
+	cmd.str(&phone, "phone-number", "E164", "", "the user's phone number, e.g. +14155550100")
+	cmd.str(&phoneVerified, "phone-number-verified", "true|false", "", "whether the phone number is verified")
 	a := addAdminFlags(cmd)
 	return c.execute(ctx, cmd, args, func(ctx context.Context) error {
 		if user == "" {
 			return usageError("--user is required")
 		}
-		if requirePIN == "" && disabled == "" {
-			return usageError("--require-pin or --disabled is required")
+		if requirePIN == "" && disabled == "" && phone == "" && phoneVerified == "" {
+			return usageError("--require-pin, --disabled, --phone-number or --phone-number-verified is required")
 		}
 		var up provider.UserUpdate
 		var err error
@@ -339,6 +351,12 @@ func (c *cli) userUpdate(ctx context.Context, args []string) int {
 		}
 		if up.Disabled, err = optionalBool("disabled", disabled); err != nil {
 			return err
+		}
+		if up.Profile.PhoneNumberVerified, err = optionalBool("phone-number-verified", phoneVerified); err != nil {
+			return err
+		}
+		if phone != "" {
+			up.Profile.PhoneNumber = &phone
 		}
 		return printFound(ctx, c, a, fmt.Sprintf("no user with id or email %q", user), func(p *provider.Provider) (provider.UserInfo, error) {
 			return p.UpdateUser(ctx, user, up)

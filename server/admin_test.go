@@ -229,7 +229,14 @@ func testAdminCommands(t *testing.T, dsn string, env map[string]string) {
 	if updated["status"] != "active" {
 		t.Errorf("user update --disabled=false: got %v, want status active", updated)
 	}
+	// An operator sets and verifies the phone number, which users cannot verify themselves.
+	decodeJSON(t, mustRun(t, env, "user", "update", "--user", "pin@example.com", "--phone-number", "+14155550100",
+		"--phone-number-verified=true"), &updated)
+	if profile, _ := updated["profile"].(map[string]any); profile["phone_number"] != "+14155550100" || profile["phone_number_verified"] != true {
+		t.Errorf("user update --phone-number --phone-number-verified: got %v", updated)
+	}
 	for _, args := range [][]string{
+		{"user", "update", "--user", "pin@example.com", "--phone-number-verified", "maybe"},
 		{"user", "update", "--user", "pin@example.com", "--require-pin", "maybe"},
 		{"user", "update", "--user", "pin@example.com", "--disabled", "maybe"},
 		{"user", "update", "--user", "pin@example.com"},

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/gatehouse-id/gatehouse/provider"
 )
 
 // metrics counts requests and their durations and serves them in the Prometheus text
@@ -18,6 +20,10 @@ type metrics struct {
 	mu        sync.Mutex
 	requests  map[requestKey]uint64
 	durations map[string]*histogram // by method
+	ops       opsCounts             // the provider's events (metrics_ops.go)
+	// stats reads the provider's Stats; nil until the server has a provider.
+	stats func() provider.Stats
+	now   func() time.Time
 }
 
 type requestKey struct {
@@ -36,6 +42,8 @@ func newMetrics() *metrics {
 		bounds:    []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10},
 		requests:  map[requestKey]uint64{},
 		durations: map[string]*histogram{},
+		ops:       newOpsCounts(),
+		now:       time.Now,
 	}
 }
 
@@ -75,6 +83,7 @@ func (m *metrics) observe(method string, code int, d time.Duration) {
 func (m *metrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	m.writeTo(w)
+	m.writeOps(w)
 }
 
 func (m *metrics) writeTo(w io.Writer) {

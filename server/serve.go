@@ -38,10 +38,28 @@ func (c *cli) runServer(ctx context.Context, cfg Config) error {
 		return err
 	}
 	cfg.Provider.Secret = secret
-	p, err := provider.New(cfg.Provider, provider.WithLogger(logger))
+	tr, err := newTracing(ctx, c.lookupEnv)
 	if err != nil {
 		return err
 	}
+	defer func() {
+		// Spans still buffered are exported before the process ends, within a bound.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := tr.shutdown(sctx); err != nil {
+			logger.Warn("exporting the last spans failed", slog.Any("error", err))
+		}
+	}()
+	m := newMetrics()
+	opts := []provider.Option{provider.WithLogger(logger), provider.WithEvents(m.event)}
+	if tp := tr.provider(); tp != nil {
+		opts = append(opts, provider.WithTracerProvider(tp))
+	}
+	p, err := provider.New(cfg.Provider, opts...)
+	if err != nil {
+		return err
+	}
+	m.stats = p.Stats
 	if cfg.Demo {
 		if err := ensureDemoClient(ctx, p, cfg.Provider.Issuer, logger); err != nil {
 			p.Close()
@@ -69,7 +87,7 @@ func (c *cli) runServer(ctx context.Context, cfg Config) error {
 		d = newDemo(cfg.Provider.Issuer, internalURL(ln.Addr()), logger)
 	}
 	srv := &http.Server{
-		Handler:           newHandler(logger, p, p.Ready, newMetrics(), d),
+		Handler:           tr.handler(newHandler(logger, p, p.Ready, m, d)),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,
@@ -82,7 +100,8 @@ func (c *cli) runServer(ctx context.Context, cfg Config) error {
 		slog.String("addr", ln.Addr().String()),
 		slog.String("issuer", cfg.Provider.Issuer),
 		slog.String("dsn", redactDSN(cfg.Provider.DSN)),
-		slog.Bool("demo", cfg.Demo))
+		slog.Bool("demo", cfg.Demo),
+		slog.Bool("tracing", tr != nil))
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

@@ -30,6 +30,12 @@ func startServer(t *testing.T, args ...string) (string, *testlog.Buffer, func() 
 // URL it returns is the issuer, the listener's URL plus mount. The probes stay at the root.
 func startServerAt(t *testing.T, mount string, args ...string) (string, *testlog.Buffer, func() int) {
 	t.Helper()
+	return startServerEnv(t, mount, nil, args...)
+}
+
+// startServerEnv is startServerAt with the environment variables env.
+func startServerEnv(t *testing.T, mount string, env map[string]string, args ...string) (string, *testlog.Buffer, func() int) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +44,7 @@ func startServerAt(t *testing.T, mount string, args ...string) (string, *testlog
 	origin := "http://" + ln.Addr().String()
 	base := origin + mount
 	logs := &testlog.Buffer{}
-	c := &cli{stdout: io.Discard, stderr: logs, lookupEnv: envOf(nil), random: rand.Reader, listener: ln}
+	c := &cli{stdout: io.Discard, stderr: logs, lookupEnv: envOf(env), random: rand.Reader, listener: ln}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	go func() { done <- c.run(ctx, append([]string{"serve", "--issuer", base}, args...)) }()

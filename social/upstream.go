@@ -146,15 +146,15 @@ func cmpOrList(v, def []string) []string {
 func (u *upstream) gothProvider(ctx context.Context) (goth.Provider, error) {
 	switch u.cfg.Kind {
 	case KindGoogle:
-		return u.google, nil
+		return openIDWithSpan(ctx, u.google), nil
 	case KindFacebook:
-		return u.facebook, nil
+		return facebookWithSpan(ctx, u.facebook), nil
 	}
 	d, err := u.discover(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return d.goth, nil
+	return openIDWithSpan(ctx, d.goth), nil
 }
 
 // discover reads the upstream's discovery document once; a failure is not remembered, so
@@ -241,7 +241,19 @@ func (u *upstream) identity(ctx context.Context, code string, st *loginState) (p
 	}
 	return publicauth.Identity{
 		Provider: u.provider, Subject: gu.UserID, Email: gu.Email, EmailVerified: verified, Name: gu.Name,
+		Profile: upstreamProfile(gu),
 	}, nil
+}
+
+// upstreamProfile is the standard profile a provider reported through goth: first and last
+// name, nickname, avatar (as picture) and, from the raw profile or claims, locale. publicauth
+// keeps what passes its rules, and only in fields the account leaves empty.
+func upstreamProfile(gu goth.User) publicauth.Profile {
+	locale, _ := gu.RawData["locale"].(string)
+	return publicauth.Profile{
+		GivenName: gu.FirstName, FamilyName: gu.LastName, Nickname: gu.NickName,
+		Picture: gu.AvatarURL, Locale: locale,
+	}
 }
 
 func (u *upstream) facebookUser(ctx context.Context, code string, st *loginState) (goth.User, error) {
@@ -249,7 +261,7 @@ func (u *upstream) facebookUser(ctx context.Context, code string, st *loginState
 	if err != nil {
 		return goth.User{}, fmt.Errorf("exchange the code: %w", err)
 	}
-	gu, err := u.facebook.FetchUser(&facebook.Session{AccessToken: tok.AccessToken, ExpiresAt: tok.Expiry})
+	gu, err := facebookWithSpan(ctx, u.facebook).FetchUser(&facebook.Session{AccessToken: tok.AccessToken, ExpiresAt: tok.Expiry})
 	if err != nil {
 		return goth.User{}, fmt.Errorf("read the profile: %w", err)
 	}
@@ -282,6 +294,7 @@ func (u *upstream) openIDUser(ctx context.Context, code string, st *loginState) 
 		if p, err = u.googleProvider(iss); err != nil {
 			return goth.User{}, err
 		}
+		p = openIDWithSpan(ctx, p.(*openidConnect.Provider))
 		nonce = claimString(claims, "nonce")
 	} else {
 		d, err := u.discover(ctx)

@@ -17,23 +17,28 @@ import (
 
 func clientToModel(c *Client) *clientModel {
 	return &clientModel{
-		ID:                     c.ID,
-		SecretHash:             c.SecretHash,
-		Name:                   c.Name,
-		RedirectURIs:           stringList(c.RedirectURIs),
-		PostLogoutRedirectURIs: stringList(c.PostLogoutRedirectURIs),
-		GrantTypes:             stringList(c.GrantTypes),
-		ResponseTypes:          stringList(c.ResponseTypes),
-		Scopes:                 stringList(c.Scopes),
-		Audience:               stringList(c.Audience),
-		Public:                 c.Public,
-		FirstParty:             c.FirstParty,
-		ResourceServer:         c.ResourceServer,
-		IDTokenAlg:             c.IDTokenAlg,
-		RequirePAR:             c.RequirePAR,
-		RequireDPoP:            c.RequireDPoP,
-		CreatedAt:              utc(c.CreatedAt),
-		UpdatedAt:              utc(c.UpdatedAt),
+		ID:                      c.ID,
+		SecretHash:              c.SecretHash,
+		Name:                    c.Name,
+		RedirectURIs:            stringList(c.RedirectURIs),
+		PostLogoutRedirectURIs:  stringList(c.PostLogoutRedirectURIs),
+		GrantTypes:              stringList(c.GrantTypes),
+		ResponseTypes:           stringList(c.ResponseTypes),
+		Scopes:                  stringList(c.Scopes),
+		Audience:                stringList(c.Audience),
+		Public:                  c.Public,
+		FirstParty:              c.FirstParty,
+		ResourceServer:          c.ResourceServer,
+		IDTokenAlg:              c.IDTokenAlg,
+		RequirePAR:              c.RequirePAR,
+		RequireDPoP:             c.RequireDPoP,
+		TokenEndpointAuthMethod: c.TokenEndpointAuthMethod,
+		JWKSURI:                 c.JWKSURI,
+		JWKS:                    string(c.JWKS),
+		SecretSealed:            c.SecretSealed,
+		RequestObjectSigningAlg: c.RequestObjectSigningAlg,
+		CreatedAt:               utc(c.CreatedAt),
+		UpdatedAt:               utc(c.UpdatedAt),
 	}
 }
 
@@ -54,9 +59,25 @@ func (m *clientModel) toClient() *Client {
 		IDTokenAlg:             m.IDTokenAlg,
 		RequirePAR:             m.RequirePAR,
 		RequireDPoP:            m.RequireDPoP,
-		CreatedAt:              timeUTC(m.CreatedAt),
-		UpdatedAt:              timeUTC(m.UpdatedAt),
+		ClientAuthentication: ClientAuthentication{
+			TokenEndpointAuthMethod: m.TokenEndpointAuthMethod,
+			JWKSURI:                 m.JWKSURI,
+			JWKS:                    bytesOrNil(m.JWKS),
+			SecretSealed:            m.SecretSealed,
+			RequestObjectSigningAlg: m.RequestObjectSigningAlg,
+		},
+		CreatedAt: timeUTC(m.CreatedAt),
+		UpdatedAt: timeUTC(m.UpdatedAt),
 	}
+}
+
+// bytesOrNil is s as bytes, nil when empty, so a client without a JWKS reads back as it
+// was written.
+func bytesOrNil(s string) []byte {
+	if s == "" {
+		return nil
+	}
+	return []byte(s)
 }
 
 // CreateClient inserts c, setting c.CreatedAt and c.UpdatedAt to now when they are zero. It
@@ -233,8 +254,10 @@ func (s *Store) SetClientAssertionJWT(ctx context.Context, jti string, exp time.
 
 // UpdateClient writes c's settings over the stored client with c.ID: its name, redirect
 // and post-logout redirect URIs, grant and response types, scopes, audience, first-party,
-// resource-server, require-PAR and require-DPoP flags, ID token algorithm and UpdatedAt (set to now). The id, secret
-// hash, public flag and creation time are not written: SetClientSecretHash changes the
+// resource-server, require-PAR and require-DPoP flags, ID token algorithm, authentication
+// method, JWKS (URI or document), request object algorithm and UpdatedAt (set to now). The
+// id, secret hash, sealed secret, public flag and creation time are not written:
+// SetClientSecret changes the
 // secret, and a client never changes between public and confidential.
 //
 // In the same transaction it deletes every unused authorization code of the client bound to
@@ -257,6 +280,7 @@ func (s *Store) UpdateClient(ctx context.Context, c *Client) error {
 		err := tx.Model(&clientModel{}).Where("id = ?", c.ID).Select(
 			"name", "redirect_uris", "post_logout_redirect_uris", "grant_types", "response_types",
 			"scopes", "audience", "first_party", "resource_server", "id_token_alg", "require_par", "require_dpop", "updated_at",
+			"token_endpoint_auth_method", "jwks_uri", "jwks", "request_object_signing_alg",
 		).Updates(m).Error
 		if err != nil {
 			return fmt.Errorf("storage: update client: %w", err)
@@ -309,11 +333,19 @@ func deleteCodesForRedirectURIs(tx *gorm.DB, clientID string, removed []string) 
 }
 
 // SetClientSecretHash replaces the secret hash of the confidential client with that id (and
-// its UpdatedAt); the previous secret stops authenticating with this write. It returns
-// ErrNotFound when there is no confidential client with that id.
+// its UpdatedAt) and drops any sealed copy of the old secret: SetClientSecret with no
+// sealed copy.
 func (s *Store) SetClientSecretHash(ctx context.Context, id string, hash []byte) error {
+	return s.SetClientSecret(ctx, id, hash, nil)
+}
+
+// SetClientSecret replaces, in one write, the secret hash and the sealed copy of the secret
+// (nil for none; a client_secret_jwt client needs one) of the confidential client with that
+// id, and its UpdatedAt; the previous secret stops authenticating with this write. It
+// returns ErrNotFound when there is no confidential client with that id.
+func (s *Store) SetClientSecret(ctx context.Context, id string, hash, sealed []byte) error {
 	res := s.conn(ctx).Model(&clientModel{}).Where("id = ? AND public = ?", id, false).
-		Updates(map[string]any{"secret_hash": hash, "updated_at": s.nowUTC()})
+		Updates(map[string]any{"secret_hash": hash, "secret_sealed": sealed, "updated_at": s.nowUTC()})
 	if res.Error != nil {
 		return fmt.Errorf("storage: set client secret: %w", res.Error)
 	}

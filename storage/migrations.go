@@ -33,6 +33,9 @@ func migrations() []migration {
 		{version: 11, name: "authorization codes carry their PKCE and OpenID Connect request data", up: func(tx *gorm.DB, n schemaNames) error {
 			return execAll(tx, n, schemaV11())
 		}},
+		{version: 12, name: "client authentication methods, client keys and request object algorithm", up: func(tx *gorm.DB, n schemaNames) error {
+			return execAll(tx, n, schemaV12())
+		}},
 		{version: 13, name: "pushed authorization requests, and clients that must push theirs", up: func(tx *gorm.DB, n schemaNames) error {
 			return execAll(tx, n, schemaV13())
 		}},
@@ -41,6 +44,9 @@ func migrations() []migration {
 		}},
 		{version: 16, name: "device authorization grant codes", up: func(tx *gorm.DB, n schemaNames) error {
 			return execAll(tx, n, schemaV16())
+		}},
+		{version: 18, name: "users carry the OpenID Connect standard profile", up: func(tx *gorm.DB, n schemaNames) error {
+			return execAll(tx, n, schemaV18())
 		}},
 		{version: 19, name: "rotated refresh tokens remember when, for the reuse grace window", up: func(tx *gorm.DB, n schemaNames) error {
 			return execAll(tx, n, schemaV19())

@@ -66,11 +66,17 @@ type clientModel struct {
 	Public                 bool
 	FirstParty             bool
 	ResourceServer         bool
-	IDTokenAlg             string    `gorm:"column:id_token_alg"`
-	RequirePAR             bool      `gorm:"column:require_par"`
-	RequireDPoP            bool      `gorm:"column:require_dpop"`
-	CreatedAt              time.Time `gorm:"autoCreateTime:false"`
-	UpdatedAt              time.Time `gorm:"autoUpdateTime:false"`
+	IDTokenAlg             string `gorm:"column:id_token_alg"`
+	RequirePAR             bool   `gorm:"column:require_par"`
+	RequireDPoP            bool   `gorm:"column:require_dpop"`
+	// The columns of migration 12 (ClientAuthentication).
+	TokenEndpointAuthMethod string    `gorm:"column:token_endpoint_auth_method"`
+	JWKSURI                 string    `gorm:"column:jwks_uri"`
+	JWKS                    string    `gorm:"column:jwks"`
+	SecretSealed            []byte    `gorm:"column:secret_sealed"`
+	RequestObjectSigningAlg string    `gorm:"column:request_object_signing_alg"`
+	CreatedAt               time.Time `gorm:"autoCreateTime:false"`
+	UpdatedAt               time.Time `gorm:"autoUpdateTime:false"`
 }
 
 func (clientModel) TableName(n schema.Namer) string { return n.TableName("clients") }
@@ -86,8 +92,10 @@ type userModel struct {
 	Status          string
 	RequirePIN      bool       `gorm:"column:require_pin"`
 	SocialProviders stringList `gorm:"column:social_providers"`
-	CreatedAt       time.Time  `gorm:"autoCreateTime:false"`
-	UpdatedAt       time.Time  `gorm:"autoUpdateTime:false"`
+	// Profile is the standard profile as JSON (schemaV18).
+	Profile   profileColumn `gorm:"column:profile"`
+	CreatedAt time.Time     `gorm:"autoCreateTime:false"`
+	UpdatedAt time.Time     `gorm:"autoUpdateTime:false"`
 }
 
 func (userModel) TableName(n schema.Namer) string { return n.TableName("users") }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/trace"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -47,6 +48,7 @@ const (
 type Option func(*options)
 
 type options struct {
+	tracer        trace.TracerProvider // WithTracerProvider; nil: no tracing
 	log           *slog.Logger
 	now           func() time.Time
 	prefix        string
@@ -337,6 +339,9 @@ func newStore(dialector gorm.Dialector, d dialect, o options) (*Store, error) {
 	}
 	if err := registerUnavailableCallbacks(db); err != nil {
 		return nil, fmt.Errorf("storage: open: %w", err)
+	}
+	if err := useTracing(db, o); err != nil {
+		return nil, err
 	}
 	return &Store{db: db, dialect: d, names: names, now: o.now, log: o.log, clients: newClientCache(o.clientRefresh, o.now)}, nil
 }

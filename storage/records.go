@@ -6,10 +6,9 @@ import (
 	"github.com/ory/fosite"
 )
 
-// Client is a registered OAuth 2.0 / OpenID Connect client. It implements fosite.Client and
-// fosite.ResponseModeClient. It deliberately does not implement fosite.OpenIDConnectClient:
-// that would make fosite accept only one of client_secret_basic and client_secret_post per
-// client, and Gatehouse accepts both for every confidential client.
+// Client is a registered OAuth 2.0 / OpenID Connect client. It implements fosite.Client,
+// fosite.ResponseModeClient and fosite.OpenIDConnectClient (client_oidc.go), which fosite's
+// request object (RFC 9101) handling reads the client's keys from.
 type Client struct {
 	ID string
 	// SecretHash is HMAC-SHA-256 of the client secret under a key derived from the system
@@ -38,8 +37,10 @@ type Client struct {
 	// RequireDPoP clients must send a DPoP proof (RFC 9449) with every token request, so
 	// each of their access tokens is bound to their key.
 	RequireDPoP bool
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	// ClientAuthentication holds how the client authenticates (migration 12).
+	ClientAuthentication
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 var (

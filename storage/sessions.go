@@ -49,7 +49,7 @@ func (s *Store) SessionByIDHash(ctx context.Context, idHash string, now time.Tim
 			COALESCE({users}.email_verified, FALSE) AS u_email_verified, COALESCE({users}.name, '') AS u_name,
 			COALESCE({users}.password_hash, '') AS u_password_hash, COALESCE({users}.role, '') AS u_role,
 			COALESCE({users}.status, '') AS u_status, COALESCE({users}.require_pin, FALSE) AS u_require_pin,
-			COALESCE({users}.social_providers, '[]') AS u_social_providers,
+			COALESCE({users}.social_providers, '[]') AS u_social_providers, COALESCE({users}.profile, '') AS u_profile,
 			{users}.created_at AS user_created_at, {users}.updated_at AS user_updated_at`)).
 		// A left join: an account kept outside Gatehouse has no row in users. Every user
 		// column is coalesced, so such a row scans as an empty user id.

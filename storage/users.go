@@ -27,6 +27,7 @@ func userToModel(u *publicauth.User) (*userModel, error) {
 		Status:          u.Status,
 		RequirePIN:      u.RequirePIN,
 		SocialProviders: u.SocialProviders,
+		Profile:         profileColumn(u.Profile),
 		CreatedAt:       utc(u.CreatedAt),
 		UpdatedAt:       utc(u.UpdatedAt),
 	}, nil
@@ -43,6 +44,7 @@ func (m *userModel) toUser() *publicauth.User {
 		Status:          m.Status,
 		RequirePIN:      m.RequirePIN,
 		SocialProviders: []string(m.SocialProviders),
+		Profile:         publicauth.Profile(m.Profile),
 		CreatedAt:       timeUTC(m.CreatedAt),
 		UpdatedAt:       timeUTC(m.UpdatedAt),
 	}
@@ -143,6 +145,12 @@ func (s *Store) ChangeUser(ctx context.Context, id string, c publicauth.UserChan
 	}
 	if c.Status != nil {
 		cols["status"] = *c.Status
+	}
+	if c.Name != nil {
+		cols["name"] = *c.Name
+	}
+	if c.Profile != nil {
+		cols["profile"] = profileColumn(*c.Profile)
 	}
 	var affected int64
 	err := s.guarded(ctx, func(db *gorm.DB) error {

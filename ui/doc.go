@@ -3,7 +3,7 @@
 // their forms, the response_mode=form_post page, and the handlers of
 //
 //	/login /register /consent /pin /magic-link /forgot-password /logout (confirmation POST)
-//	/signed-in /ui/style.css and the pages of mailed links (magic-login, verify-email,
+//	/signed-in /account /ui/style.css and the pages of mailed links (magic-login, verify-email,
 //	reset-password, confirm-password)
 //
 // each under the issuer's path, the mount path (/auth/login for the issuer
@@ -37,6 +37,7 @@
 //	magic_login.html, verify_email.html   LinkFormView
 //	logout.html                           LogoutView
 //	signed_in.html                        SignedInView
+//	account.html                          AccountView
 //	notice.html                           NoticeView
 //	error.html                            ErrorView
 //	logged_out.html                       LoggedOutView

@@ -208,9 +208,13 @@ func (u *UI) describeScopes(scopes []string) []string {
 		case "openid":
 			out = append(out, "Know who you are")
 		case "profile":
-			out = append(out, "See your name")
+			out = append(out, "See your name and profile")
 		case "email":
 			out = append(out, "See your email address")
+		case "phone":
+			out = append(out, "See your phone number")
+		case "address":
+			out = append(out, "See your postal address")
 		case "offline_access":
 			out = append(out, "Stay signed in when you are away")
 		case "manage_permissions":

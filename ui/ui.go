@@ -169,6 +169,8 @@ func (u *UI) Routes(r *mux.Router) {
 	r.HandleFunc(publicauth.PathConfirmPassword, u.confirmPasswordPage).Methods(get)
 	r.HandleFunc(publicauth.PathConfirmPassword, u.confirmPasswordSubmit).Methods(post)
 	r.HandleFunc(signedInPath, u.signedIn).Methods(get)
+	r.HandleFunc(AccountPath, u.offered(u.auth.ProfileEditingOffered, u.accountPage)).Methods(get)
+	r.HandleFunc(AccountPath, u.offered(u.auth.ProfileEditingOffered, u.accountSubmit)).Methods(post)
 	r.HandleFunc(publicauth.PathMagicLogin, u.magicLoginPage).Methods(get)
 	r.HandleFunc(publicauth.PathMagicLogin, u.magicLogin).Methods(post)
 	r.HandleFunc(publicauth.PathVerifyEmail, u.verifyEmailPage).Methods(get)

@@ -211,4 +211,5 @@ var pageViews = map[string]struct {
 	"notice":           {&NoticeView{}, ""},
 	"error":            {&ErrorView{}, ""},
 	"logged_out":       {&LoggedOutView{}, "Signed out"},
+	"account":          {&AccountView{}, "Your account"},
 }

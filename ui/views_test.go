@@ -40,6 +40,7 @@ func TestEveryTemplateRendersFromItsView(t *testing.T) {
 		"notice":           &NoticeView{Page: form.Page, Message: "Check your email.", LinkURL: "/login", LinkText: "Sign in"},
 		"error":            &ErrorView{Page: form.Page, Message: "Please try again in a moment."},
 		"logged_out":       &LoggedOutView{Page: form.Page},
+		"account":          &AccountView{Form: form, UserEmail: "ann@example.com", Fields: AccountFields{Name: "Ann", Formatted: "1 Main St\nTown"}, PhoneNumberVerified: true, Saved: true},
 	}
 	for name, pv := range pageViews {
 		t.Run(name, func(t *testing.T) {

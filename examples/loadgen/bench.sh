@@ -103,9 +103,9 @@ svc_secret=$(random_hex)
 gatehouse_setup() {
 	local admin=("$work/gatehouse" --dsn "$1" --secret "$secret")
 	{
-		"${admin[0]}" client create "${admin[@]:1}" --id rp --client-secret "$rp_secret" --first-party --redirect-uri "$redirect_uri"
-		"${admin[0]}" client create "${admin[@]:1}" --id rp-es256 --client-secret "$rp_secret" --first-party --redirect-uri "$redirect_uri" --id-token-alg ES256
-		"${admin[0]}" client create "${admin[@]:1}" --id svc --client-secret "$svc_secret" --grant-type client_credentials --scope api
+		"${admin[0]}" client create "${admin[@]:1}" --id rp --client-secret "$rp_secret" --auth-method client_secret_post --first-party --redirect-uri "$redirect_uri"
+		"${admin[0]}" client create "${admin[@]:1}" --id rp-es256 --client-secret "$rp_secret" --auth-method client_secret_post --first-party --redirect-uri "$redirect_uri" --id-token-alg ES256
+		"${admin[0]}" client create "${admin[@]:1}" --id svc --client-secret "$svc_secret" --auth-method client_secret_post --grant-type client_credentials --scope api
 		"${admin[0]}" user create "${admin[@]:1}" --email "$email" --password "$password" --verified
 	} >/dev/null 2>"$work/admin.log" || { cat "$work/admin.log" >&2; exit 1; }
 }

@@ -206,9 +206,9 @@ func TestSmokeEveryOperationAgainstGatehouse(t *testing.T) {
 			t.Fatalf("gatehouse %s: exit %d: %s", strings.Join(args, " "), code, stderr.String())
 		}
 	}
-	gh("client", "create", "--id", "rp", "--client-secret", "rp-secret", "--first-party", "--redirect-uri", redirectURI)
-	gh("client", "create", "--id", "rp-es256", "--client-secret", "rp-secret", "--first-party", "--redirect-uri", redirectURI, "--id-token-alg", "ES256")
-	gh("client", "create", "--id", "svc", "--client-secret", "svc-secret", "--grant-type", "client_credentials", "--scope", "api")
+	gh("client", "create", "--id", "rp", "--client-secret", "rp-secret", "--auth-method", "client_secret_post", "--first-party", "--redirect-uri", redirectURI)
+	gh("client", "create", "--id", "rp-es256", "--client-secret", "rp-secret", "--auth-method", "client_secret_post", "--first-party", "--redirect-uri", redirectURI, "--id-token-alg", "ES256")
+	gh("client", "create", "--id", "svc", "--client-secret", "svc-secret", "--auth-method", "client_secret_post", "--grant-type", "client_credentials", "--scope", "api")
 	gh("user", "create", "--email", "bench@example.com", "--password", "correct horse battery staple", "--verified")
 
 	ctx, cancel := context.WithCancel(context.Background())

@@ -33,9 +33,8 @@ import (
 // not an example for users: the go tool ignores it, and its pinned package-lock.json is
 // what `npm ci` installs, once per lockfile, into the user cache directory.
 
-// requiredSteps must each run and pass; a skipped one fails the test. Extend it as features
-// land: code_flow_private_key_jwt and code_flow_client_secret_jwt (client authentication),
-// code_flow_jar (request objects), code_flow_par_jar (PAR with a request object).
+// requiredSteps must each run and pass; a skipped one fails the test. Every feature of
+// interopSteps has landed, so every step is required.
 var requiredSteps = []string{
 	"discovery",
 	"code_flow_client_secret_basic",
@@ -44,7 +43,11 @@ var requiredSteps = []string{
 	"code_flow_client_secret_post",
 	"introspection_client_secret_post",
 	"revocation_client_secret_post",
+	"code_flow_private_key_jwt",
+	"code_flow_client_secret_jwt",
+	"code_flow_jar",
 	"code_flow_par",
+	"code_flow_par_jar",
 	"code_flow_dpop",
 	"refresh_dpop",
 	"userinfo_dpop",
@@ -238,15 +241,8 @@ func runInterop(t *testing.T, node, modules, dsn string) {
 	if err := os.WriteFile(jwksFile, rpKey.publicJWKS, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	// Until client authentication methods land, the CLI has no --auth-method: basic and
-	// post are then the two methods every confidential client may use.
-	authMethodFlag := bytes.Contains(gh.help(t, "client", "create"), []byte("--auth-method"))
-	method := func(m string) []string {
-		if !authMethodFlag {
-			return nil
-		}
-		return []string{"--auth-method", m}
-	}
+	// Each client registers the one method it authenticates with.
+	method := func(m string) []string { return []string{"--auth-method", m} }
 	has := func(list []string, v string) bool { return slices.Contains(list, v) }
 	clients := []struct {
 		name     string
@@ -287,18 +283,6 @@ func runInterop(t *testing.T, node, modules, dsn string) {
 
 	results := runScript(t, node, modules, cfg)
 	judge(t, results)
-}
-
-// help returns what `gatehouse <args> --help` prints.
-func (gh *gatehouse) help(t *testing.T, args ...string) []byte {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, gh.bin, append(args, "--help")...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("gatehouse %s --help: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return out
 }
 
 // getJSON decodes the 200 answer of a GET.

@@ -22,6 +22,7 @@ func adminCases() []storageCase {
 		{"AccountRowsWithoutUser", testAccountRowsWithoutUser},
 		{"UpdateClient", testUpdateClient},
 		{"SetClientSecretHash", testSetClientSecretHash},
+		{"ClientAuthentication", testClientAuthentication},
 	}
 }
 

@@ -51,6 +51,7 @@ func Run(t *testing.T, open func(t *testing.T) *storage.Store) {
 	cases = append(cases, adminCases()...)
 	cases = append(cases, ruleCases()...)
 	cases = append(cases, deviceCases()...)
+	cases = append(cases, profileCases()...)
 	cases = append(cases, parCases()...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

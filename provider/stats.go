@@ -1,0 +1,139 @@
+package provider
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gatehouse-id/gatehouse/publicauth"
+)
+
+// Stats is a snapshot of the provider's operational state, for metrics (the server exports
+// it at /metrics). Counters count from New; events (WithEvents) carry the rest: tokens
+// issued, logins, revocations.
+type Stats struct {
+	// RateLimitRefusals counts the attempts a rate limit refused, by limit: "ip:<endpoint>"
+	// for the per-IP limits of the public API and pages, "mail:<kind>" for the per-account
+	// mail limits, "oauth-failures" for the token and revocation endpoints' limit on failed
+	// client authentications. Login lockouts are not among them (see LockoutRefusals).
+	RateLimitRefusals map[string]uint64
+	// LockoutRefusals counts the login attempts refused because their email had too many
+	// failed logins in the lockout window.
+	LockoutRefusals uint64
+	// MailFailures counts the mails the mailer failed to send.
+	MailFailures uint64
+	// MailSending is the number of mails being handed to the mailer now. Mail is sent in
+	// the background after the request is answered, so this is the depth of the mail queue.
+	MailSending int64
+	// Pool is the database connection pool's statistics (open, in use, idle, waits).
+	Pool sql.DBStats
+	// ActiveKeyCreated is when the key each algorithm signs with now was created, by
+	// algorithm ("RS256", "ES256", "EdDSA").
+	ActiveKeyCreated map[string]time.Time
+}
+
+// Stats returns a snapshot of the provider's counters, connection pool and signing keys.
+func (p *Provider) Stats() Stats {
+	s := p.stats.snapshot()
+	s.Pool, _ = p.store.PoolStats() // a pool that cannot be read reports zeros
+	s.ActiveKeyCreated = map[string]time.Time{}
+	for _, alg := range supportedAlgs {
+		if k, err := p.keys.activeKey(alg); err == nil {
+			s.ActiveKeyCreated[alg] = k.createdAt
+		}
+	}
+	return s
+}
+
+// opsCounters holds the counters of Stats that no event reports. One per provider.
+type opsCounters struct {
+	mu          sync.Mutex
+	refusals    map[string]uint64
+	lockouts    atomic.Uint64
+	mailFailed  atomic.Uint64
+	mailSending atomic.Int64
+}
+
+func newOpsCounters() *opsCounters { return &opsCounters{refusals: map[string]uint64{}} }
+
+func (c *opsCounters) snapshot() Stats {
+	c.mu.Lock()
+	refusals := make(map[string]uint64, len(c.refusals))
+	for k, v := range c.refusals {
+		refusals[k] = v
+	}
+	c.mu.Unlock()
+	return Stats{RateLimitRefusals: refusals, LockoutRefusals: c.lockouts.Load(),
+		MailFailures: c.mailFailed.Load(), MailSending: c.mailSending.Load()}
+}
+
+// refused counts one refusal of the limit whose limiter key is key.
+func (c *opsCounters) refused(key string) {
+	if strings.HasPrefix(key, "login:") {
+		c.lockouts.Add(1)
+		return
+	}
+	name := limitName(key)
+	c.mu.Lock()
+	c.refusals[name]++
+	c.mu.Unlock()
+}
+
+// limitName is the name of the limit of a limiter key, without the part that names the
+// client or account (an address or user id would make the label unbounded): "ip:login"
+// from "ip:login:203.0.113.0", "mail:pin" from "mail:pin:<user id>", "oauth-failures"
+// from "oauth-failures:<address>".
+func limitName(key string) string {
+	parts := strings.SplitN(key, ":", 3)
+	switch parts[0] {
+	case "ip", "mail":
+		if len(parts) >= 2 {
+			return parts[0] + ":" + parts[1]
+		}
+	}
+	return parts[0]
+}
+
+// countingLimiter counts the refusals of the limiter it wraps.
+type countingLimiter struct {
+	publicauth.Limiter
+	counts *opsCounters
+}
+
+// Hit implements publicauth.Limiter; a refusal (not an error) is counted.
+func (l countingLimiter) Hit(ctx context.Context, key string, limit int, window time.Duration) (bool, time.Duration, error) {
+	ok, retryAfter, err := l.Limiter.Hit(ctx, key, limit, window)
+	if !ok && err == nil {
+		l.counts.refused(key)
+	}
+	return ok, retryAfter, err
+}
+
+// Exceeded implements publicauth.Limiter: the token endpoints refuse when it says so.
+func (l countingLimiter) Exceeded(ctx context.Context, key string, limit int, window time.Duration) (bool, time.Duration, error) {
+	exceeded, retryAfter, err := l.Limiter.Exceeded(ctx, key, limit, window)
+	if exceeded && err == nil {
+		l.counts.refused(key)
+	}
+	return exceeded, retryAfter, err
+}
+
+// countingMailer counts the mails in flight and the failures of the mailer it wraps.
+type countingMailer struct {
+	next   publicauth.Mailer
+	counts *opsCounters
+}
+
+// Send implements publicauth.Mailer.
+func (m countingMailer) Send(ctx context.Context, msg publicauth.Message) error {
+	m.counts.mailSending.Add(1)
+	defer m.counts.mailSending.Add(-1)
+	err := m.next.Send(ctx, msg)
+	if err != nil {
+		m.counts.mailFailed.Add(1)
+	}
+	return err
+}
