@@ -602,7 +602,7 @@ func (d *flowDriver) countRedirectError(op string, status int, loc *url.URL) {
 	}
 }
 
-// token posts a token request as the code client and decodes a 200 answer into g.
+// token posts a token request as the code client (client_secret_basic) and decodes a 200 answer into g.
 func (d *flowDriver) token(op string, idempotent bool, k int, ctx context.Context, form url.Values, g *grant) error {
 	resp, body, err := d.call(op, idempotent, k, func(base string) *http.Request { return d.clientPost(ctx, base, "/api/oauth/token", form) })
 	if err != nil {
@@ -641,10 +641,10 @@ func (d *flowDriver) clientPost(ctx context.Context, base, path string, form url
 	for k, v := range form {
 		f[k] = v
 	}
-	f.Set("client_id", d.fs.rp.ClientID)
-	f.Set("client_secret", d.fs.rp.ClientSecret)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+path, strings.NewReader(f.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	// client_secret_basic, the client's registered method (RFC 6749 §2.3.1 form-encodes both).
+	req.SetBasicAuth(url.QueryEscape(d.fs.rp.ClientID), url.QueryEscape(d.fs.rp.ClientSecret))
 	return req
 }
 
