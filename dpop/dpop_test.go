@@ -350,12 +350,16 @@ func TestNormalizeURI(t *testing.T) {
 		"https://[::1]:8443/x":            "https://[::1]:8443/x",
 		"https://example.com/a/b/":        "https://example.com/a/b/",
 		"https://example.com/../../a":     "https://example.com/a",
+		// Found by FuzzNormalizeURI: the host's percent-encodings (an IPv6 zone, an
+		// escaped name) were written back unescaped, which is no URI.
+		"https://[fe80::1%25eth0]:8443/x": "https://[fe80::1%25eth0]:8443/x",
+		"https://%25":                     "https://%25/",
 	} {
 		if got, err := dpop.NormalizeURI(in); err != nil || got != want {
 			t.Errorf("NormalizeURI(%q): got %q (%v), want %q", in, got, err, want)
 		}
 	}
-	for _, bad := range []string{"ftp://example.com/", "/relative", "https://user@example.com/", "https://example.com/%zz"} {
+	for _, bad := range []string{"ftp://example.com/", "/relative", "https://user@example.com/", "https://example.com/%zz", "http://:", "http://:8080/"} {
 		if got, err := dpop.NormalizeURI(bad); err == nil {
 			t.Errorf("NormalizeURI(%q): got %q, want an error", bad, got)
 		}

@@ -22,19 +22,22 @@ func NormalizeURI(raw string) (string, error) {
 	if scheme != "http" && scheme != "https" {
 		return "", errors.New("not an http(s) URI")
 	}
-	if u.Host == "" || u.User != nil || u.Opaque != "" {
+	// Hostname, not Host: "http://:" has a Host (":") but no host.
+	if u.Hostname() == "" || u.User != nil || u.Opaque != "" {
 		return "", errors.New("not an absolute URI with a host and no user information")
 	}
 	host, port := strings.ToLower(u.Hostname()), u.Port()
 	if (scheme == "http" && port == "80") || (scheme == "https" && port == "443") {
 		port = ""
 	}
-	if strings.Contains(host, ":") {
+	if port != "" {
+		host = net.JoinHostPort(host, port)
+	} else if strings.Contains(host, ":") {
 		host = "[" + host + "]"
 	}
-	if port != "" {
-		host = net.JoinHostPort(strings.Trim(host, "[]"), port)
-	}
+	// url.URL escapes the host again: url.Parse unescaped it, and a "%" left bare (an IPv6
+	// zone, a percent-encoded name) would make the result no URI at all.
+	origin := (&url.URL{Scheme: scheme, Host: host}).String()
 	path, err := normalizeEscapes(u.EscapedPath())
 	if err != nil {
 		return "", err
@@ -43,7 +46,7 @@ func NormalizeURI(raw string) (string, error) {
 	if path == "" {
 		path = "/"
 	}
-	return scheme + "://" + host + path, nil
+	return origin + path, nil
 }
 
 // normalizeEscapes writes every percent-encoding of p in upper case and decodes those of

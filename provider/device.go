@@ -232,6 +232,7 @@ func (p *Provider) deviceAuthorization(w http.ResponseWriter, r *http.Request) {
 func (p *Provider) deviceError(w http.ResponseWriter, r *http.Request, err error) {
 	err = asTemporarilyUnavailable(err)
 	p.logServerError(r, "device authorization request failed", err)
+	setRetryAfter(w, err)
 	p.oauth.WriteAccessError(r.Context(), w, nil, err)
 }
 

@@ -104,7 +104,7 @@ const companyStatus = http.StatusTeapot
 // company's mux that hands mount+"/" to the provider, as an embedder does
 // (mux.Handle("/auth/", p)), and answers every other path, its own /login among them,
 // with companyStatus.
-func newEnvAt(t *testing.T, store *storage.Store, mount string, config func(issuer string) provider.Config, opts ...provider.Option) *env {
+func newEnvAt(t testing.TB, store *storage.Store, mount string, config func(issuer string) provider.Config, opts ...provider.Option) *env {
 	t.Helper()
 	srv := httptest.NewUnstartedServer(nil)
 	issuer := "http://" + srv.Listener.Addr().String() + mount
@@ -147,7 +147,7 @@ func newEnvAt(t *testing.T, store *storage.Store, mount string, config func(issu
 }
 
 // user creates a verified user whose password is testPassword.
-func (e *env) user(t *testing.T, email, name string) provider.UserInfo {
+func (e *env) user(t testing.TB, email, name string) provider.UserInfo {
 	t.Helper()
 	u, err := e.p.CreateUser(context.Background(), provider.UserSpec{
 		Email: email, Password: testPassword, Name: name, Verified: true,
@@ -160,7 +160,7 @@ func (e *env) user(t *testing.T, email, name string) provider.UserInfo {
 
 // client registers spec; Name defaults to "Test RP" and RedirectURIs to rpRedirectURI (for
 // clients of the authorization_code grant).
-func (e *env) client(t *testing.T, spec provider.ClientSpec) provider.ClientInfo {
+func (e *env) client(t testing.TB, spec provider.ClientSpec) provider.ClientInfo {
 	t.Helper()
 	if spec.Name == "" {
 		spec.Name = "Test RP"

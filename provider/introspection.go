@@ -110,6 +110,7 @@ func (p *Provider) introspectAccessToken(w http.ResponseWriter, r *http.Request,
 func (p *Provider) introspectionError(w http.ResponseWriter, r *http.Request, err error) {
 	err = asTemporarilyUnavailable(err)
 	p.logServerError(r, "introspection failed", err)
+	setRetryAfter(w, err)
 	p.oauth.WriteAccessError(r.Context(), w, nil, err)
 }
 

@@ -98,6 +98,7 @@ func (p *Provider) accessError(w http.ResponseWriter, r *http.Request, ar fosite
 		err = fosite.ErrUnsupportedGrantType.WithWrap(err)
 	}
 	p.logServerError(r, "token request failed", err)
+	setRetryAfter(w, err)
 	p.oauth.WriteAccessError(r.Context(), w, ar, err)
 }
 
@@ -112,6 +113,7 @@ func (p *Provider) revoke(w http.ResponseWriter, r *http.Request) {
 		// invalid_client, which would tell a client that another client's token (§2.1), or
 		// one the database could not revoke (§2.2.1), is revoked.
 		p.logServerError(r, "revocation failed", err)
+		setRetryAfter(w, err)
 		p.oauth.WriteAccessError(r.Context(), w, nil, err)
 		return
 	}

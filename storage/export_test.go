@@ -32,7 +32,7 @@ func (s *Store) CreateUserWithLegacyKey(ctx context.Context, u *publicauth.User)
 		return err
 	}
 	m.Email, m.EmailLower = email, strings.ToLower(email)
-	// The legacy schema predates the profile column (migration 18).
+	// Those releases had no profile column either (migration 18).
 	return s.conn(ctx).Omit("profile").Create(m).Error
 }
 

@@ -1,0 +1,785 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/net/html"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/gatehouse-id/gatehouse/internal/testlog"
+	"github.com/gatehouse-id/gatehouse/storage/storagetest"
+)
+
+// The harness of the fault suite (faults_test.go): replicas of the built binary on fixed
+// addresses that can be killed and restarted, a TCP proxy that cuts a dependency, a flow
+// driver that crosses replicas and counts every answer, and the summary table.
+
+// envFaultsFull set to "1" runs every fault case at its full length (make faults); unset,
+// the cases run shortened variants of seconds, as part of make test.
+const envFaultsFull = "GATEHOUSE_FAULTS_FULL"
+
+// faultLen is full under make faults and fast otherwise.
+func faultLen(full, fast time.Duration) time.Duration {
+	if os.Getenv(envFaultsFull) == "1" {
+		return full
+	}
+	return fast
+}
+
+// faultPostgres is the DSN of a fresh Postgres schema dropped at the end of t, or skips t
+// when no Postgres is configured (fails it when GATEHOUSE_REQUIRE_POSTGRES=1).
+func faultPostgres(t *testing.T) string {
+	t.Helper()
+	for _, b := range storagetest.Backends(t) {
+		if b.Name == "postgres" {
+			return b.DSN(t)
+		}
+	}
+	t.Skip("needs Postgres (" + storagetest.EnvPostgresDSN + ")")
+	return ""
+}
+
+// faultRedis is GATEHOUSE_TEST_REDIS_URL, or skips t (fails it when GATEHOUSE_REQUIRE_REDIS=1).
+func faultRedis(t *testing.T) *url.URL {
+	t.Helper()
+	raw := os.Getenv("GATEHOUSE_TEST_REDIS_URL")
+	if raw == "" {
+		if os.Getenv("GATEHOUSE_REQUIRE_REDIS") == "1" {
+			t.Fatal("GATEHOUSE_REQUIRE_REDIS=1 but GATEHOUSE_TEST_REDIS_URL is unset")
+		}
+		t.Skip("needs Redis (GATEHOUSE_TEST_REDIS_URL)")
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// viaProxy is dsn with its host replaced by the proxy's address.
+func viaProxy(t *testing.T, dsn string, p *cutProxy) string {
+	t.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Host = p.addr()
+	return u.String()
+}
+
+// cutProxy forwards TCP to a dependency and can cut every connection and refuse new ones,
+// as a restart of the dependency or a partition would. It counts the connections open.
+type cutProxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	down   bool
+	conns  map[net.Conn]bool // client side → true; server side → false
+}
+
+func startCutProxy(t *testing.T, target string) *cutProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cutProxy{ln: ln, target: target, conns: map[net.Conn]bool{}}
+	t.Cleanup(func() { _ = ln.Close(); p.setDown(true) })
+	go p.serve()
+	return p
+}
+
+func (p *cutProxy) addr() string { return p.ln.Addr().String() }
+
+func (p *cutProxy) serve() {
+	for {
+		client, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		down := p.down
+		p.mu.Unlock()
+		if down {
+			_ = client.Close()
+			continue
+		}
+		server, err := net.DialTimeout("tcp", p.target, 2*time.Second)
+		if err != nil {
+			_ = client.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns[client], p.conns[server] = true, false
+		p.mu.Unlock()
+		forget := func() {
+			_ = client.Close()
+			_ = server.Close()
+			p.mu.Lock()
+			delete(p.conns, client)
+			delete(p.conns, server)
+			p.mu.Unlock()
+		}
+		go func() { _, _ = io.Copy(server, client); forget() }()
+		go func() { _, _ = io.Copy(client, server); forget() }()
+	}
+}
+
+// setDown cuts (true) or restores (false) the dependency.
+func (p *cutProxy) setDown(down bool) {
+	p.mu.Lock()
+	p.down = down
+	var cut []net.Conn
+	if down {
+		for c := range p.conns {
+			cut = append(cut, c)
+		}
+	}
+	p.mu.Unlock()
+	for _, c := range cut {
+		_ = c.Close()
+	}
+}
+
+// open is the number of connections open through the proxy.
+func (p *cutProxy) open() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, isClient := range p.conns {
+		if isClient {
+			n++
+		}
+	}
+	return n
+}
+
+// replica is one "gatehouse serve" on a fixed address, so that it can be killed and
+// started again where its clients expect it. Every replica of a case shares the issuer.
+type replica struct {
+	name, addr, debugAddr string
+	args                  []string
+	bin                   string
+	proc                  *serverProcess
+	starts                int
+}
+
+func (r *replica) base() string { return "http://" + r.addr }
+
+// newReplica starts "gatehouse serve" on dsn with the shared issuer and the extra flags,
+// with its pprof listener on a debug address of its own.
+func newReplica(t *testing.T, bin, name, issuer, dsn string, extra ...string) *replica {
+	t.Helper()
+	r := &replica{name: name, addr: freeAddr(t), debugAddr: freeAddr(t), bin: bin}
+	r.args = append([]string{"serve", "--addr", r.addr, "--issuer", issuer, "--dsn", dsn, "--secret", testSecret,
+		"--debug-addr", r.debugAddr, "--demo=false", "--log-level", "warn"}, extra...)
+	r.start(t)
+	return r
+}
+
+// start runs the replica's process and waits until /readyz answers 200 (at most 15s). The
+// process is stopped with SIGTERM at cleanup unless it exited already.
+func (r *replica) start(t *testing.T) {
+	t.Helper()
+	s := &serverProcess{issuer: r.base(), stderr: &testlog.Buffer{}, exited: make(chan struct{})}
+	s.cmd = exec.Command(r.bin, r.args...)
+	s.cmd.Stdout, s.cmd.Stderr = s.stderr, s.stderr
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r.proc = s
+	r.starts++
+	go func() {
+		s.waitErr = s.cmd.Wait()
+		close(s.exited)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-s.exited:
+			return
+		default:
+		}
+		_ = s.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-s.exited:
+		case <-time.After(25 * time.Second):
+			_ = s.cmd.Process.Kill()
+			<-s.exited
+		}
+		if t.Failed() {
+			t.Logf("%s output:\n%.20000s", r.name, s.stderr)
+		}
+	})
+	hc := &http.Client{Timeout: time.Second}
+	for range 150 {
+		select {
+		case <-s.exited:
+			t.Fatalf("%s exited before it was ready: %v\n%s", r.name, s.waitErr, s.stderr)
+		default:
+		}
+		if resp, err := hc.Get(r.base() + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s not ready at %s/readyz after 15s\n%s", r.name, r.base(), s.stderr)
+}
+
+// kill sends SIGKILL and waits for the process to be gone.
+func (r *replica) kill(t *testing.T) {
+	t.Helper()
+	if err := r.proc.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-r.proc.exited
+}
+
+// alive fails t when the process has exited (a crash).
+func (r *replica) alive(t *testing.T) {
+	t.Helper()
+	select {
+	case <-r.proc.exited:
+		t.Errorf("%s exited: %v\n%.20000s", r.name, r.proc.waitErr, r.proc.stderr)
+	default:
+	}
+}
+
+// stop sends SIGTERM and fails t unless the process exits 0: a data race found by the
+// race-built binary, or a crash, shows here.
+func (r *replica) stop(t *testing.T) {
+	t.Helper()
+	r.alive(t)
+	r.proc.stop(t)
+}
+
+// goroutines reads the replica's goroutine count from its pprof listener.
+func (r *replica) goroutines(t *testing.T) int {
+	t.Helper()
+	resp, err := http.Get("http://" + r.debugAddr + "/debug/pprof/goroutine?debug=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	line, _ := bufio.NewReader(resp.Body).ReadString('\n')
+	n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "goroutine profile: total")))
+	if err != nil {
+		t.Fatalf("goroutine profile of %s begins %q", r.name, line)
+	}
+	return n
+}
+
+// heapInuse reads HeapInuse from the replica's heap profile, taken after a garbage
+// collection (gc=1) so that it measures the live heap, not the garbage of the moment (the
+// 19 MiB of each password hash).
+func (r *replica) heapInuse(t *testing.T) int64 {
+	t.Helper()
+	resp, err := http.Get("http://" + r.debugAddr + "/debug/pprof/heap?debug=1&gc=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "# HeapInuse = "); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err == nil {
+				return n
+			}
+		}
+	}
+	t.Fatalf("heap profile of %s has no HeapInuse", r.name)
+	return 0
+}
+
+// faultSetup is the database of a case administered by the CLI: the code client, a
+// client_credentials client and the user the flows sign in as.
+type faultSetup struct {
+	gh       *gatehouse
+	rp       clientInfo
+	svc      clientInfo
+	email    string
+	userID   string
+	redirect string
+}
+
+// newFaultSetup migrates dsn and registers the clients and the user.
+func newFaultSetup(t *testing.T, dsn string) *faultSetup {
+	t.Helper()
+	gh := &gatehouse{bin: buildServer(t), dsn: dsn}
+	gh.run(t, "migrate", "--dsn", dsn)
+	fs := &faultSetup{gh: gh, redirect: "http://127.0.0.1:1/callback",
+		email: strings.ToLower("u-"+rand.Text()[:10]) + "@example.com"}
+	out := gh.admin(t, "client", "create", "--id", "rp", "--name", "Fault RP", "--first-party",
+		"--redirect-uri", fs.redirect, "--scope", testScopes)
+	if err := json.Unmarshal(out, &fs.rp); err != nil || fs.rp.ClientSecret == "" {
+		t.Fatalf("client create printed %q: %v", out, err)
+	}
+	out = gh.admin(t, "client", "create", "--id", "svc", "--name", "Fault service", "--grant-type", "client_credentials", "--scope", "api")
+	if err := json.Unmarshal(out, &fs.svc); err != nil || fs.svc.ClientSecret == "" {
+		t.Fatalf("client create printed %q: %v", out, err)
+	}
+	out = gh.admin(t, "user", "create", "--email", fs.email, "--password", testPassword, "--verified")
+	var u struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(out, &u); err != nil || u.ID == "" {
+		t.Fatalf("user create printed %q: %v", out, err)
+	}
+	fs.userID = u.ID
+	return fs
+}
+
+// statusCounts counts answers by "operation status".
+type statusCounts struct {
+	mu sync.Mutex
+	m  map[string]int
+}
+
+func (c *statusCounts) add(op string, status int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]int{}
+	}
+	c.m[fmt.Sprintf("%s %d", op, status)]++
+}
+
+// String lists the counts sorted, "op status=n".
+func (c *statusCounts) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	keys := make([]string, 0, len(c.m))
+	for k := range c.m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s=%d", k, c.m[k])
+	}
+	return b.String()
+}
+
+// statuses sums the counts by status alone.
+func (c *statusCounts) statuses() map[int]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[int]int{}
+	for k, n := range c.m {
+		_, s, _ := strings.Cut(k, " ")
+		code, _ := strconv.Atoi(s)
+		out[code] += n
+	}
+	return out
+}
+
+// errAnswerLost is a request whose answer never came: the server may or may not have acted.
+var errAnswerLost = errors.New("answer lost")
+
+// flowDriver runs OAuth flows across replicas and counts every answer. Every request
+// carries an X-Forwarded-For address of its flow (the replicas trust 127.0.0.1), so the
+// per-IP login limit counts flows, not the test machine.
+type flowDriver struct {
+	fs       *faultSetup
+	bases    func() []string // the replicas' base URLs, in the order the flow crosses them
+	counts   *statusCounts
+	retry    bool // retry idempotent calls (and refreshes, under the reuse grace) on another replica
+	retries  atomic.Int64
+	lostRefs atomic.Int64 // refresh answers lost and retried in the grace window
+	hc       *http.Client
+}
+
+func newFlowDriver(fs *faultSetup, bases func() []string) *flowDriver {
+	return &flowDriver{fs: fs, bases: bases, counts: &statusCounts{},
+		hc: &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 32},
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+// flowIP is a fresh documentation-range-like address for one flow.
+func flowIP() string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("10.%d.%d.%d", b[0], b[1], b[2])
+}
+
+// call sends one request built by mk to base, counting the answer under op. With retry on,
+// a request that never reached a server (connection refused) or, when idempotent, whose
+// answer was lost or was a 503 is sent again to the next replica, at most 40 times.
+func (d *flowDriver) call(op string, idempotent bool, start int, mk func(base string) *http.Request) (*http.Response, []byte, error) {
+	var lastErr error
+	for attempt := range 40 {
+		bases := d.bases()
+		base := bases[(start+attempt)%len(bases)]
+		req := mk(base)
+		if !idempotent {
+			// Go's transport silently replays a GET whose answer was lost on a reused
+			// connection; when that replay is refused by the dead replica, the refusal
+			// would hide that the first send was processed. A fresh connection is never
+			// replayed, so a refusal here means the request reached no server.
+			req.Close = true
+		}
+		resp, err := d.hc.Do(req)
+		if req.Context().Err() != nil {
+			return nil, nil, req.Context().Err() // the run ended: not an answer of the server
+		}
+		if err != nil {
+			refused := errors.Is(err, syscall.ECONNREFUSED)
+			d.counts.add(op, 0)
+			lastErr = fmt.Errorf("%s at %s: %w", op, base, err)
+			if !refused {
+				lastErr = fmt.Errorf("%w: %w", errAnswerLost, lastErr)
+			}
+			if d.retry && (refused || idempotent) {
+				d.retries.Add(1)
+				time.Sleep(100 * time.Millisecond)
+				continue
+			}
+			return nil, nil, lastErr
+		}
+		body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		d.counts.add(op, resp.StatusCode)
+		if resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") == "" {
+			d.counts.add(op+"-without-Retry-After", resp.StatusCode)
+		}
+		if err != nil {
+			lastErr = fmt.Errorf("%w: %s at %s: %w", errAnswerLost, op, base, err)
+			if d.retry && idempotent {
+				d.retries.Add(1)
+				continue
+			}
+			return nil, nil, lastErr
+		}
+		if d.retry && idempotent && resp.StatusCode == http.StatusServiceUnavailable {
+			d.retries.Add(1)
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		return resp, body, nil
+	}
+	return nil, nil, lastErr
+}
+
+// grant is what a finished code exchange leaves a client.
+type grant struct{ access, refresh, idToken string }
+
+// flowOptions shape one flow.
+type flowOptions struct {
+	refreshes  int  // refreshes after the exchange
+	revoke     bool // revoke the grant at the end and check introspection calls it inactive
+	introspect bool // introspect the newest refresh token (active)
+}
+
+// flow runs one sign-in across the replicas: authorize on A (no session: paused for the
+// login page), log in on B through the JSON API, resume on B, exchange the code on A,
+// refresh on B, introspect on A, revoke on A, introspect on B. k picks which replica is A.
+func (d *flowDriver) flow(ctx context.Context, k int, o flowOptions) (grant, error) {
+	jar, _ := cookiejar.New(nil)
+	ip := flowIP()
+	a, b := k, k+1
+	verifier := rand.Text() + rand.Text()
+	sum := sha256.Sum256([]byte(verifier))
+	state := rand.Text()
+	q := url.Values{"response_type": {"code"}, "client_id": {d.fs.rp.ClientID}, "redirect_uri": {d.fs.redirect},
+		"scope": {testScopes}, "state": {state}, "nonce": {rand.Text()},
+		"code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])}, "code_challenge_method": {"S256"}}
+	withJar := func(req *http.Request) *http.Request {
+		req.Header.Set("X-Forwarded-For", ip)
+		for _, c := range jar.Cookies(req.URL) {
+			req.AddCookie(c)
+		}
+		return req
+	}
+	get := func(base, path string) *http.Request {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
+		return withJar(req)
+	}
+	// authorize on A
+	resp, body, err := d.call("authorize", true, a, func(base string) *http.Request { return get(base, "/api/oauth/authorize?"+q.Encode()) })
+	if err != nil {
+		return grant{}, err
+	}
+	loc, _ := resp.Location()
+	d.countRedirectError("authorize", resp.StatusCode, loc)
+	if loc == nil || loc.Query().Get("request") == "" {
+		return grant{}, fmt.Errorf("authorize: %d to %v, want a redirect to the login page: %.200s", resp.StatusCode, loc, body)
+	}
+	token := loc.Query().Get("request")
+	// log in on B
+	login, _ := json.Marshal(map[string]string{"email": d.fs.email, "password": testPassword})
+	resp, body, err = d.call("login", true, b, func(base string) *http.Request {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/public/login", bytes.NewReader(login))
+		req.Header.Set("Content-Type", "application/json")
+		return withJar(req)
+	})
+	if err != nil {
+		return grant{}, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return grant{}, fmt.Errorf("login: %d: %.200s", resp.StatusCode, body)
+	}
+	u, _ := url.Parse("http://127.0.0.1/")
+	jar.SetCookies(u, resp.Cookies())
+	// resume on B: the code. Not idempotent: it completes the paused request, so a lost
+	// answer ends the flow.
+	resp, body, err = d.call("resume", false, b, func(base string) *http.Request {
+		return get(base, "/api/oauth/authorize/resume?"+url.Values{"request": {token}}.Encode())
+	})
+	if err != nil {
+		return grant{}, err
+	}
+	loc, _ = resp.Location()
+	d.countRedirectError("resume", resp.StatusCode, loc)
+	if loc == nil || !strings.HasPrefix(loc.String(), d.fs.redirect) || loc.Query().Get("code") == "" || loc.Query().Get("state") != state {
+		return grant{}, fmt.Errorf("resume: %d to %v, want a code for the client: %.200s", resp.StatusCode, loc, pageText(body))
+	}
+	code := loc.Query().Get("code")
+	// exchange on A: not idempotent; a lost answer ends the flow (the caller starts another)
+	var g grant
+	if err := d.token("exchange", false, a, ctx, url.Values{"grant_type": {"authorization_code"}, "code": {code},
+		"redirect_uri": {d.fs.redirect}, "code_verifier": {verifier}}, &g); err != nil {
+		return g, err
+	}
+	for i := range o.refreshes {
+		if err := d.refresh(ctx, b+i, &g); err != nil {
+			return g, err
+		}
+	}
+	if o.introspect {
+		if err := d.introspect(ctx, a, g.refresh, true); err != nil {
+			return g, err
+		}
+	}
+	if o.revoke {
+		if err := d.revoke(ctx, a, g.refresh); err != nil {
+			return g, err
+		}
+		if err := d.introspect(ctx, b, g.refresh, false); err != nil {
+			return g, err
+		}
+	}
+	return g, nil
+}
+
+// countRedirectError counts an authorization error sent to the client's redirect URI (RFC
+// 6749 §4.1.2.1) under "op-error=CODE": the authorization endpoint's form of a 503 is a
+// redirect with error=temporarily_unavailable.
+func (d *flowDriver) countRedirectError(op string, status int, loc *url.URL) {
+	if loc != nil && strings.HasPrefix(loc.String(), d.fs.redirect) && loc.Query().Get("error") != "" {
+		d.counts.add(op+"-error="+loc.Query().Get("error"), status)
+	}
+}
+
+// token posts a token request as the code client (client_secret_basic) and decodes a 200 answer into g.
+func (d *flowDriver) token(op string, idempotent bool, k int, ctx context.Context, form url.Values, g *grant) error {
+	resp, body, err := d.call(op, idempotent, k, func(base string) *http.Request { return d.clientPost(ctx, base, "/api/oauth/token", form) })
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %d: %.300s", op, resp.StatusCode, body)
+	}
+	var tok struct {
+		AccessToken  string `json:"access_token"`
+		RefreshToken string `json:"refresh_token"`
+		IDToken      string `json:"id_token"`
+	}
+	if err := json.Unmarshal(body, &tok); err != nil || tok.AccessToken == "" || tok.RefreshToken == "" {
+		return fmt.Errorf("%s: answer %.300s, want an access and a refresh token", op, body)
+	}
+	*g = grant{access: tok.AccessToken, refresh: tok.RefreshToken, idToken: tok.IDToken}
+	return nil
+}
+
+// refresh rotates g's refresh token on replica k. With retry on, a refresh whose answer was
+// lost is sent once more with the same token: the server's reuse grace lets it through.
+func (d *flowDriver) refresh(ctx context.Context, k int, g *grant) error {
+	form := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {g.refresh}}
+	err := d.token("refresh", false, k, ctx, form, g)
+	if err != nil && d.retry && errors.Is(err, errAnswerLost) {
+		d.lostRefs.Add(1)
+		time.Sleep(200 * time.Millisecond)
+		err = d.token("refresh", false, k+1, ctx, form, g)
+	}
+	return err
+}
+
+func (d *flowDriver) clientPost(ctx context.Context, base, path string, form url.Values) *http.Request {
+	f := url.Values{}
+	for k, v := range form {
+		f[k] = v
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+path, strings.NewReader(f.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	// client_secret_basic, the client's registered method (RFC 6749 §2.3.1 form-encodes both).
+	req.SetBasicAuth(url.QueryEscape(d.fs.rp.ClientID), url.QueryEscape(d.fs.rp.ClientSecret))
+	return req
+}
+
+// introspect checks that token's introspection on replica k says active == want.
+func (d *flowDriver) introspect(ctx context.Context, k int, token string, want bool) error {
+	resp, body, err := d.call("introspect", true, k, func(base string) *http.Request {
+		return d.clientPost(ctx, base, "/api/oauth/introspect", url.Values{"token": {token}})
+	})
+	if err != nil {
+		return err
+	}
+	var r struct {
+		Active bool `json:"active"`
+	}
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &r) != nil || r.Active != want {
+		return fmt.Errorf("introspect: %d %.200s, want 200 with active %v", resp.StatusCode, body, want)
+	}
+	return nil
+}
+
+// revoke revokes the grant of a refresh token on replica k (RFC 7009: idempotent).
+func (d *flowDriver) revoke(ctx context.Context, k int, token string) error {
+	resp, body, err := d.call("revoke", true, k, func(base string) *http.Request {
+		return d.clientPost(ctx, base, "/api/oauth/revoke", url.Values{"token": {token}, "token_type_hint": {"refresh_token"}})
+	})
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("revoke: %d %.200s", resp.StatusCode, body)
+	}
+	return nil
+}
+
+// loadResult is what runLoad saw.
+type loadResult struct {
+	flows, ok int
+	firstErr  error
+	errs      []error
+}
+
+// runLoad runs workers concurrent loops of fn until ctx ends, each loop one flow. The end
+// of ctx stops new flows; a flow under way finishes (under a context without its
+// deadline), so every flow started is counted, and each worker runs at least one.
+func runLoad(ctx context.Context, workers int, fn func(ctx context.Context, w, i int) error) *loadResult {
+	stop := ctx
+	ctx = context.WithoutCancel(ctx)
+	var mu sync.Mutex
+	res := &loadResult{}
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i == 0 || stop.Err() == nil; i++ {
+				err := fn(ctx, w, i)
+				mu.Lock()
+				res.flows++
+				if err == nil {
+					res.ok++
+				} else {
+					if res.firstErr == nil {
+						res.firstErr = err
+					}
+					if len(res.errs) < 5 {
+						res.errs = append(res.errs, err)
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return res
+}
+
+// faultRow is one line of a case's summary table.
+type faultRow struct{ injected, measured, lost string }
+
+// faultSummary logs a case's summary table (case, injected, measured, lost).
+func faultSummary(t *testing.T, rows ...faultRow) {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n| case | injected | measured | lost |\n|---|---|---|---|\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", t.Name(), r.injected, r.measured, r.lost)
+	}
+	t.Log(b.String())
+}
+
+// openSQL opens the case's own connection to its Postgres schema, for the checks the
+// storage API has no query for: the suite inspects rows the server wrote, it writes none.
+func openSQL(t *testing.T, dsn string) *gorm.DB {
+	t.Helper()
+	db, err := gorm.Open(postgres.Open(dsn), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sqlDB.Close() })
+	return db
+}
+
+// count runs a counting query.
+func count(t *testing.T, db *gorm.DB, query string) int64 {
+	t.Helper()
+	var n int64
+	if err := db.Raw(query).Scan(&n).Error; err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
+
+// pageText is the visible text of an HTML page, for error messages.
+func pageText(body []byte) string {
+	doc, err := html.Parse(bytes.NewReader(body))
+	if err != nil {
+		return string(body)
+	}
+	var b strings.Builder
+	var walk func(n *html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.ElementNode && (n.Data == "style" || n.Data == "script" || n.Data == "head") {
+			return
+		}
+		if n.Type == html.TextNode && strings.TrimSpace(n.Data) != "" {
+			b.WriteString(strings.TrimSpace(n.Data) + " ")
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(doc)
+	return b.String()
+}
