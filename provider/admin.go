@@ -139,6 +139,9 @@ type ClientSpec struct {
 	// ES256/384/512): the only algorithm the client's request objects (RFC 9101) may be
 	// signed with. It needs JWKSURI or JWKS. Unsigned request objects are always refused.
 	RequestObjectAlg string
+	// LogoURI, PolicyURI and TOSURI are optional (default none): the client's logo, privacy
+	// policy and terms of service (RFC 7591 §2), absolute https URLs.
+	LogoURI, PolicyURI, TOSURI string
 }
 
 // ClientInfo is the JSON view of a client. ClientSecret is set only by CreateClient: the
@@ -165,6 +168,9 @@ type ClientInfo struct {
 	RequestObjectAlg string          `json:"request_object_signing_alg,omitempty"`
 	RequirePAR       bool            `json:"require_pushed_authorization_requests"`
 	RequireDPoP      bool            `json:"dpop_bound_access_tokens"`
+	LogoURI          string          `json:"logo_uri,omitempty"`
+	PolicyURI        string          `json:"policy_uri,omitempty"`
+	TOSURI           string          `json:"tos_uri,omitempty"`
 	CreatedAt        time.Time       `json:"created_at"`
 
 	BackchannelLogoutURI             string `json:"backchannel_logout_uri"`
@@ -176,28 +182,7 @@ var grantTypesSupported = []string{"authorization_code", "refresh_token", "clien
 // CreateClient registers a client and returns it with its secret in clear, once (a
 // private_key_jwt client has none).
 func (p *Provider) CreateClient(ctx context.Context, spec ClientSpec) (ClientInfo, error) {
-	c := &storage.Client{
-		ID: spec.ID, Name: spec.Name, Public: spec.Public, FirstParty: spec.FirstParty,
-		ResourceServer: spec.ResourceServer,
-		RedirectURIs:   spec.RedirectURIs, PostLogoutRedirectURIs: spec.PostLogoutRedirectURIs,
-		Scopes: spec.Scopes, GrantTypes: spec.GrantTypes, Audience: spec.Audience, IDTokenAlg: spec.IDTokenAlg,
-		ResponseTypes: []string{"code"}, RequirePAR: spec.RequirePAR, RequireDPoP: spec.RequireDPoP,
-		BackchannelLogoutURI:             spec.BackchannelLogoutURI,
-		BackchannelLogoutSessionRequired: spec.BackchannelLogoutSessionRequired,
-		ClientAuthentication: storage.ClientAuthentication{
-			TokenEndpointAuthMethod: spec.AuthMethod, JWKSURI: spec.JWKSURI, JWKS: spec.JWKS,
-			RequestObjectSigningAlg: spec.RequestObjectAlg,
-		},
-	}
-	if c.TokenEndpointAuthMethod == "" {
-		c.TokenEndpointAuthMethod = storage.AuthMethodSecretBasic
-		if c.Public {
-			c.TokenEndpointAuthMethod = storage.AuthMethodNone
-		}
-	}
-	if c.ID == "" {
-		c.ID = uuid.NewString()
-	}
+	c := clientFromSpec(spec)
 	if err := checkClient(c); err != nil {
 		return ClientInfo{}, err
 	}
@@ -230,6 +215,35 @@ func (p *Provider) CreateClient(ctx context.Context, spec ClientSpec) (ClientInf
 	info := clientInfo(c)
 	info.ClientSecret = secret
 	return info, nil
+}
+
+// clientFromSpec is the client spec describes, with its id (a new UUID when spec has none)
+// and authentication method defaulted, not yet checked.
+func clientFromSpec(spec ClientSpec) *storage.Client {
+	c := &storage.Client{
+		ID: spec.ID, Name: spec.Name, Public: spec.Public, FirstParty: spec.FirstParty,
+		ResourceServer: spec.ResourceServer,
+		RedirectURIs:   spec.RedirectURIs, PostLogoutRedirectURIs: spec.PostLogoutRedirectURIs,
+		Scopes: spec.Scopes, GrantTypes: spec.GrantTypes, Audience: spec.Audience, IDTokenAlg: spec.IDTokenAlg,
+		ResponseTypes: []string{"code"}, RequirePAR: spec.RequirePAR, RequireDPoP: spec.RequireDPoP,
+		BackchannelLogoutURI:             spec.BackchannelLogoutURI,
+		BackchannelLogoutSessionRequired: spec.BackchannelLogoutSessionRequired,
+		ClientAuthentication: storage.ClientAuthentication{
+			TokenEndpointAuthMethod: spec.AuthMethod, JWKSURI: spec.JWKSURI, JWKS: spec.JWKS,
+			RequestObjectSigningAlg: spec.RequestObjectAlg,
+		},
+		ClientRegistration: storage.ClientRegistration{LogoURI: spec.LogoURI, PolicyURI: spec.PolicyURI, TOSURI: spec.TOSURI},
+	}
+	if c.TokenEndpointAuthMethod == "" {
+		c.TokenEndpointAuthMethod = storage.AuthMethodSecretBasic
+		if c.Public {
+			c.TokenEndpointAuthMethod = storage.AuthMethodNone
+		}
+	}
+	if c.ID == "" {
+		c.ID = uuid.NewString()
+	}
+	return c
 }
 
 // hashClientSecret is how a client secret is stored: its HMAC under a key derived from the
@@ -299,6 +313,7 @@ func validateClient(c *storage.Client) error {
 		}
 	}
 	errs = append(errs, checkClientAuthentication(c)...)
+	errs = append(errs, checkClientRegistration(c)...)
 	return errors.Join(errs...)
 }
 
@@ -316,7 +331,8 @@ func clientInfo(c *storage.Client) ClientInfo {
 		ResourceServer: c.ResourceServer,
 		IDTokenAlg:     c.IDTokenAlg, CreatedAt: c.CreatedAt.UTC(), RequirePAR: c.RequirePAR, RequireDPoP: c.RequireDPoP,
 		AuthMethod: c.AuthMethod(), JWKSURI: c.JWKSURI, JWKS: json.RawMessage(c.JWKS),
-		RequestObjectAlg:     c.RequestObjectSigningAlg,
+		RequestObjectAlg: c.RequestObjectSigningAlg,
+		LogoURI:          c.LogoURI, PolicyURI: c.PolicyURI, TOSURI: c.TOSURI,
 		BackchannelLogoutURI: c.BackchannelLogoutURI, BackchannelLogoutSessionRequired: c.BackchannelLogoutSessionRequired,
 	}
 }
@@ -378,6 +394,9 @@ type ClientUpdate struct {
 	JWKS *[]byte
 	// RequestObjectAlg replaces the request object algorithm ("" allows any supported).
 	RequestObjectAlg *string
+	// LogoURI, PolicyURI and TOSURI replace the client's logo, policy and terms-of-service
+	// URLs ("" removes one).
+	LogoURI, PolicyURI, TOSURI *string
 }
 
 // UpdateClient applies up to the client with that id and returns it, with the new secret
@@ -393,23 +412,7 @@ func (p *Provider) UpdateClient(ctx context.Context, id string, up ClientUpdate)
 		if c, err = p.store.ClientByID(ctx, id); err != nil {
 			return clientNotFound(err)
 		}
-		set(&c.Name, up.Name)
-		set(&c.RedirectURIs, up.RedirectURIs)
-		set(&c.PostLogoutRedirectURIs, up.PostLogoutRedirectURIs)
-		set(&c.Scopes, up.Scopes)
-		set(&c.GrantTypes, up.GrantTypes)
-		set(&c.Audience, up.Audience)
-		set(&c.FirstParty, up.FirstParty)
-		set(&c.ResourceServer, up.ResourceServer)
-		set(&c.IDTokenAlg, up.IDTokenAlg)
-		set(&c.RequirePAR, up.RequirePAR)
-		set(&c.RequireDPoP, up.RequireDPoP)
-		set(&c.BackchannelLogoutURI, up.BackchannelLogoutURI)
-		set(&c.BackchannelLogoutSessionRequired, up.BackchannelLogoutSessionRequired)
-		set(&c.TokenEndpointAuthMethod, up.AuthMethod)
-		set(&c.JWKSURI, up.JWKSURI)
-		set(&c.JWKS, up.JWKS)
-		set(&c.RequestObjectSigningAlg, up.RequestObjectAlg)
+		applyClientUpdate(c, up)
 		if err := checkClient(c); err != nil {
 			return err
 		}

@@ -105,6 +105,11 @@ type Config struct {
 	// from /api/oauth/par, and discovery says require_pushed_authorization_requests.
 	// Default false: only clients registered with ClientSpec.RequirePAR must push.
 	RequirePAR bool
+	// OpenRegistration lets anyone register a client at /api/oauth/register (RFC 7591)
+	// without an initial access token; such clients are never first-party, so their users
+	// always see the consent page. Default false: registration needs an initial access token
+	// an admin issued (CreateRegistrationToken).
+	OpenRegistration bool
 	// SkipMigrate leaves the database schema alone at start-up (run `migrate` yourself).
 	// Default false: pending migrations are applied by New.
 	SkipMigrate bool

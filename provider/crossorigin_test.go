@@ -27,6 +27,8 @@ func TestCrossOriginChangesRefused(t *testing.T) {
 				func(t *testing.T) func(*http.Request) { return e.adminSession(t, e.admin.Email) }},
 			{"admin permission change", http.MethodPut, adminRecordPath(e.alice.ID, "app"), `{"status":"approved","role":"user"}`,
 				func(t *testing.T) func(*http.Request) { return e.adminSession(t, e.admin.Email) }},
+			{"admin registration token", http.MethodPost, "/api/admin/registration-tokens", `{"expiresIn": 60}`,
+				func(t *testing.T) func(*http.Request) { return e.adminSession(t, e.admin.Email) }},
 		}
 		headers := []struct {
 			name                           string

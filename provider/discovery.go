@@ -11,17 +11,19 @@ import (
 // what works: no implicit flow, request objects by value (request_uri only from PAR), S256
 // only.
 type discoveryDocument struct {
-	Issuer                                    string   `json:"issuer"`
-	AuthorizationEndpoint                     string   `json:"authorization_endpoint"`
-	TokenEndpoint                             string   `json:"token_endpoint"`
-	UserinfoEndpoint                          string   `json:"userinfo_endpoint"`
-	JWKSURI                                   string   `json:"jwks_uri"`
-	RevocationEndpoint                        string   `json:"revocation_endpoint"`
-	IntrospectionEndpoint                     string   `json:"introspection_endpoint"`
-	PushedAuthorizationRequestEndpoint        string   `json:"pushed_authorization_request_endpoint"`
-	RequirePushedAuthorizationRequests        bool     `json:"require_pushed_authorization_requests"`
-	EndSessionEndpoint                        string   `json:"end_session_endpoint"`
-	DeviceAuthorizationEndpoint               string   `json:"device_authorization_endpoint"`
+	Issuer                             string `json:"issuer"`
+	AuthorizationEndpoint              string `json:"authorization_endpoint"`
+	TokenEndpoint                      string `json:"token_endpoint"`
+	UserinfoEndpoint                   string `json:"userinfo_endpoint"`
+	JWKSURI                            string `json:"jwks_uri"`
+	RevocationEndpoint                 string `json:"revocation_endpoint"`
+	IntrospectionEndpoint              string `json:"introspection_endpoint"`
+	PushedAuthorizationRequestEndpoint string `json:"pushed_authorization_request_endpoint"`
+	RequirePushedAuthorizationRequests bool   `json:"require_pushed_authorization_requests"`
+	EndSessionEndpoint                 string `json:"end_session_endpoint"`
+	DeviceAuthorizationEndpoint        string `json:"device_authorization_endpoint"`
+	// RegistrationEndpoint is dynamic client registration (RFC 7591): registration.go.
+	RegistrationEndpoint                      string   `json:"registration_endpoint"`
 	ScopesSupported                           []string `json:"scopes_supported"`
 	ResponseTypesSupported                    []string `json:"response_types_supported"`
 	ResponseModesSupported                    []string `json:"response_modes_supported"`
@@ -79,6 +81,7 @@ func (p *Provider) discoveryDocument() discoveryDocument {
 		ResponseModesSupported:                             []string{"query", "form_post"},
 		GrantTypesSupported:                                grantTypesSupported,
 		DeviceAuthorizationEndpoint:                        iss + "/api/oauth/device/code",
+		RegistrationEndpoint:                               iss + "/api/oauth/register",
 		SubjectTypesSupported:                              []string{"public"},
 		IDTokenSigningAlgValuesSupported:                   slices.Clone(supportedAlgs),
 		TokenEndpointAuthMethodsSupported:                  clientAuthMethods,

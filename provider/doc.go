@@ -28,6 +28,12 @@
 // on failed client authentication at the token, revocation, introspection and PAR
 // endpoints.
 //
+// Clients may also register themselves (RFC 7591) at /api/oauth/register with an initial
+// access token an admin issued (CreateRegistrationToken, or POST
+// /api/admin/registration-tokens), or with none under Config.OpenRegistration, and manage
+// their registration with its registration access token (RFC 7592); such clients are never
+// first-party.
+//
 // New opens Config.DSN itself (SQLite needs import _ ".../storage/sqlite"; Config.DBPool
 // limits the pool), or runs on a store the embedder made and keeps, given with WithStore:
 // storage.FromGorm or storage.FromDB on the embedder's own pool, with
@@ -50,7 +56,7 @@
 // tokens and userinfo; Config.Registration and WithBeforeRegister decide who may register.
 //
 // The admin methods (CreateClient, ClientByID, ListClients, UpdateClient,
-// RotateClientSecret, DeleteClient, CreateUser, UserByEmail, UpdateUser, SetUserRequirePIN,
+// RotateClientSecret, DeleteClient, CreateRegistrationToken, CreateUser, UserByEmail, UpdateUser, SetUserRequirePIN,
 // DisableUser, DeleteUser, RotateKeys) are what the bundled CLI calls; their errors match
 // the sentinels ErrNotFound, ErrClientExists and ErrEmailTaken.
 package provider

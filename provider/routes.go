@@ -29,6 +29,11 @@ func (p *Provider) routes() http.Handler {
 	r.HandleFunc("/api/oauth/revoke", p.failedRequestsLimited(p.basicChallenge(p.revoke))).Methods(post)
 	r.HandleFunc("/api/oauth/introspect", p.failedRequestsLimited(p.basicChallenge(p.introspect))).Methods(post)
 	r.HandleFunc("/api/oauth/logout", p.logout).Methods(get, post)
+	r.HandleFunc("/api/oauth/register", p.failedRequestsLimited(p.register)).Methods(post)
+	r.HandleFunc("/api/oauth/register/{client_id}", p.failedRequestsLimited(p.readRegistration)).Methods(get)
+	r.HandleFunc("/api/oauth/register/{client_id}", p.failedRequestsLimited(p.updateRegistration)).Methods(http.MethodPut)
+	r.HandleFunc("/api/oauth/register/{client_id}", p.failedRequestsLimited(p.deleteRegistration)).Methods(http.MethodDelete)
+	r.Handle("/api/admin/registration-tokens", p.adminRegistrationTokens()).Methods(post)
 
 	p.auditRoutes(r)
 	p.ui.Routes(r)

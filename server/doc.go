@@ -17,7 +17,7 @@
 //
 //	serve                         run the provider over HTTP
 //	migrate                       apply pending database migrations
-//	client create|list|update|rotate-secret|delete
+//	client create|list|update|rotate-secret|delete|registration-token create
 //	                              manage OAuth clients
 //	user create|update|delete     manage users
 //	keys rotate                   add a new signing key of each algorithm

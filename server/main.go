@@ -49,6 +49,7 @@ func subcommands() []subcommand {
 		{"client update", "change a client's settings; print it as JSON", (*cli).clientUpdate},
 		{"client rotate-secret", "give a client a new secret; print it as JSON, once", (*cli).clientRotateSecret},
 		{"client delete", "delete a client", (*cli).clientDelete},
+		{"client registration-token create", "issue an initial access token for dynamic client registration; print it, once", (*cli).clientRegistrationTokenCreate},
 		{"user create", "create a user; print it as JSON", (*cli).userCreate},
 		{"user update", "change a user (the PIN gate, disabled); print it as JSON", (*cli).userUpdate},
 		{"user delete", "delete a user with everything of theirs", (*cli).userDelete},

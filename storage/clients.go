@@ -37,6 +37,10 @@ func clientToModel(c *Client) *clientModel {
 		JWKS:                    string(c.JWKS),
 		SecretSealed:            c.SecretSealed,
 		RequestObjectSigningAlg: c.RequestObjectSigningAlg,
+		RegistrationTokenHash:   c.RegistrationTokenHash,
+		LogoURI:                 c.LogoURI,
+		PolicyURI:               c.PolicyURI,
+		TOSURI:                  c.TOSURI,
 		CreatedAt:               utc(c.CreatedAt),
 		BackchannelLogoutURI:    c.BackchannelLogoutURI,
 
@@ -69,10 +73,13 @@ func (m *clientModel) toClient() *Client {
 			SecretSealed:            m.SecretSealed,
 			RequestObjectSigningAlg: m.RequestObjectSigningAlg,
 		},
-		CreatedAt:            timeUTC(m.CreatedAt),
-		BackchannelLogoutURI: m.BackchannelLogoutURI,
-
+		ClientRegistration: ClientRegistration{
+			RegistrationTokenHash: m.RegistrationTokenHash,
+			LogoURI:               m.LogoURI, PolicyURI: m.PolicyURI, TOSURI: m.TOSURI,
+		},
+		BackchannelLogoutURI:             m.BackchannelLogoutURI,
 		BackchannelLogoutSessionRequired: m.BackchannelLogoutSessionRequired,
+		CreatedAt:                        timeUTC(m.CreatedAt),
 		UpdatedAt:                        timeUTC(m.UpdatedAt),
 	}
 }
@@ -261,8 +268,8 @@ func (s *Store) SetClientAssertionJWT(ctx context.Context, jti string, exp time.
 // UpdateClient writes c's settings over the stored client with c.ID: its name, redirect
 // and post-logout redirect URIs, grant and response types, scopes, audience, first-party,
 // resource-server, require-PAR and require-DPoP flags, ID token algorithm, authentication
-// method, JWKS (URI or document), request object algorithm and UpdatedAt (set to now). The
-// id, secret hash, sealed secret, public flag and creation time are not written:
+// method, JWKS (URI or document), request object algorithm, logo, policy and terms-of-service
+// URIs and UpdatedAt (set to now). The id, registration access token hash, secret hash, sealed secret, public flag and creation time are not written:
 // SetClientSecret changes the
 // secret, and a client never changes between public and confidential.
 //
@@ -288,6 +295,7 @@ func (s *Store) UpdateClient(ctx context.Context, c *Client) error {
 			"scopes", "audience", "first_party", "resource_server", "id_token_alg", "require_par", "require_dpop", "updated_at",
 			"token_endpoint_auth_method", "jwks_uri", "jwks", "request_object_signing_alg",
 			"backchannel_logout_uri", "backchannel_logout_session_required",
+			"logo_uri", "policy_uri", "tos_uri",
 		).Updates(m).Error
 		if err != nil {
 			return fmt.Errorf("storage: update client: %w", err)

@@ -34,6 +34,7 @@ func expiringTables() []expiringTable {
 		{table: "device_codes", key: "device_code_hash"},
 		{table: "logout_outbox", key: "id"},
 		{table: "client_assertion_jtis", key: "jti"},
+		{table: "registration_tokens", key: "token_hash"},
 	}
 }
 
@@ -44,12 +45,12 @@ const defaultJanitorBatch = 1000
 // (authorization codes, access and refresh tokens, PKCE and OpenID Connect rows, login
 // sessions, pending authorization requests, one-time mail tokens, PIN challenges,
 // access-token revocation rules, pushed authorization requests, device codes, given-up
-// logout messages, client-assertion JWT ids), every used one-time token and PIN challenge,
-// and the security events older than their retention (SetSecurityEventRetention), and
-// returns how many it deleted. It deletes at most batch rows per statement (1000 for batch
-// ≤ 0), each statement on its own, so no lock is held for long. An expired login session
-// ends as DeleteSession ends one: its back-channel logout messages are queued in the
-// transaction that deletes its batch. Rows without expiry are kept. On error it returns
+// logout messages, client-assertion JWT ids, initial access tokens), every used one-time
+// token and PIN challenge, and the security events older than their retention
+// (SetSecurityEventRetention), and returns how many it deleted. It deletes at most batch
+// rows per statement (1000 for batch ≤ 0), each statement on its own, so no lock is held
+// for long. An expired login session ends as DeleteSession ends one: its back-channel
+// logout messages are queued in the transaction that deletes its batch. Rows without expiry are kept. On error it returns
 // the count deleted so far with the error.
 func (s *Store) DeleteExpired(ctx context.Context, now time.Time, batch int) (int64, error) {
 	if batch <= 0 {

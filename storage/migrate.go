@@ -236,7 +236,7 @@ func tableNames() []string {
 		"refresh_tokens", "pkce_requests", "oidc_sessions", "consents", "signing_keys",
 		"client_assertion_jtis", "one_time_tokens", "pin_challenges", "permissions",
 		"user_identities", "revocation_rules", "pushed_requests", "device_codes",
-		"session_clients", "logout_outbox", "security_events",
+		"session_clients", "logout_outbox", "security_events", "registration_tokens",
 	}
 }
 

@@ -53,6 +53,9 @@ func migrations() []migration {
 			return execAll(tx, n, schemaV19())
 		}},
 		{version: 20, name: "the audit trail, security_events, absorbing the permission audit log", up: migrateV20},
+		{version: 21, name: "dynamic client registration: initial access tokens, registration access tokens, client URIs", up: func(tx *gorm.DB, n schemaNames) error {
+			return execAll(tx, n, schemaV21())
+		}},
 	}
 }
 

@@ -76,10 +76,15 @@ type clientModel struct {
 	SecretSealed            []byte `gorm:"column:secret_sealed"`
 	RequestObjectSigningAlg string `gorm:"column:request_object_signing_alg"`
 	// BackchannelLogoutURI and BackchannelLogoutSessionRequired: migration 17.
-	BackchannelLogoutURI             string    `gorm:"column:backchannel_logout_uri"`
-	BackchannelLogoutSessionRequired bool      `gorm:"column:backchannel_logout_session_required"`
-	CreatedAt                        time.Time `gorm:"autoCreateTime:false"`
-	UpdatedAt                        time.Time `gorm:"autoUpdateTime:false"`
+	BackchannelLogoutURI             string `gorm:"column:backchannel_logout_uri"`
+	BackchannelLogoutSessionRequired bool   `gorm:"column:backchannel_logout_session_required"`
+	// The columns of migration 21 (ClientRegistration).
+	RegistrationTokenHash string    `gorm:"column:registration_token_hash"`
+	LogoURI               string    `gorm:"column:logo_uri"`
+	PolicyURI             string    `gorm:"column:policy_uri"`
+	TOSURI                string    `gorm:"column:tos_uri"`
+	CreatedAt             time.Time `gorm:"autoCreateTime:false"`
+	UpdatedAt             time.Time `gorm:"autoUpdateTime:false"`
 }
 
 func (clientModel) TableName(n schema.Namer) string { return n.TableName("clients") }

@@ -45,8 +45,10 @@ type Client struct {
 	// BackchannelLogoutSessionRequired is the client's registration that logout tokens carry
 	// `sid`; Gatehouse's always do.
 	BackchannelLogoutSessionRequired bool
-	CreatedAt                        time.Time
-	UpdatedAt                        time.Time
+	// ClientRegistration holds what dynamic client registration keeps (migration 21).
+	ClientRegistration
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 var (

@@ -55,6 +55,7 @@ func Run(t *testing.T, open func(t *testing.T) *storage.Store) {
 	cases = append(cases, parCases()...)
 	cases = append(cases, backchannelCases()...)
 	cases = append(cases, securityEventCases()...)
+	cases = append(cases, registrationCases()...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			c.run(t, open(t))
