@@ -118,7 +118,7 @@ func ExampleProvider_RequireScopes() {
 }
 
 // WithEvents tells a team's server what happened: here a sink logs each event with the
-// fields it cares about. It runs after the change committed, on the request's goroutine.
+// fields it cares about, from the registration of the example's client on. It runs after the change committed, on the request's goroutine.
 func ExampleWithEvents() {
 	sink := func(ctx context.Context, e provider.Event) {
 		switch e := e.(type) {
@@ -146,6 +146,7 @@ func ExampleWithEvents() {
 	login.Header.Set("Content-Type", "application/json")
 	p.ServeHTTP(httptest.NewRecorder(), login)
 	// Output:
+	// client.created
 	// token.issued client_credentials reports [reports:read]
 	// token.revoked access_token reports
 	// login.failed password bad_credentials 192.0.2.1
