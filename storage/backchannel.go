@@ -87,18 +87,29 @@ func logoutMessageID(sid, clientID string) string {
 // share-locked, so a concurrent end either waits for this transaction (and then sees its
 // client) or has committed first (and this finds no session).
 func (s *Store) RecordSessionClient(ctx context.Context, sid, clientID string) error {
-	lock := ""
+	var found int64
+	var err error
 	if s.dialect == dialectPostgres {
-		lock = " FOR SHARE"
+		// DO NOTHING, not DO UPDATE: a session's repeated authorizations at one client
+		// must not queue on a row lock of the pair until each commits. The share lock on
+		// the session row is what orders them against the session's end; sharers do not
+		// wait for one another.
+		err = s.conn(ctx).Raw(s.sql(`WITH session AS (SELECT sid FROM {sessions} WHERE sid = ? FOR SHARE),
+			recorded AS (INSERT INTO {session_clients} (sid, client_id) SELECT sid, ? FROM session
+				ON CONFLICT (sid, client_id) DO NOTHING)
+			SELECT COUNT(*) FROM session`), sid, clientID).Scan(&found).Error
+	} else {
+		// SQLite has one writer at a time: the transaction orders it against the end.
+		// A conflict updates nothing but counts as a row, so 0 rows means no session.
+		res := s.conn(ctx).Exec(s.sql(`INSERT INTO {session_clients} (sid, client_id)
+			SELECT ?, ? WHERE EXISTS (SELECT 1 FROM {sessions} WHERE sid = ?)
+			ON CONFLICT (sid, client_id) DO UPDATE SET client_id = excluded.client_id`), sid, clientID, sid)
+		found, err = res.RowsAffected, res.Error
 	}
-	// A conflict updates nothing but counts as a row, so 0 rows means no session.
-	res := s.conn(ctx).Exec(s.sql(`INSERT INTO {session_clients} (sid, client_id)
-		SELECT ?, ? WHERE EXISTS (SELECT 1 FROM {sessions} WHERE sid = ?`+lock+`)
-		ON CONFLICT (sid, client_id) DO UPDATE SET client_id = excluded.client_id`), sid, clientID, sid)
-	if res.Error != nil {
-		return fmt.Errorf("storage: record session client: %w", res.Error)
+	if err != nil {
+		return fmt.Errorf("storage: record session client: %w", err)
 	}
-	if res.RowsAffected == 0 {
+	if found == 0 {
 		return fmt.Errorf("storage: record session client: session %w", ErrNotFound)
 	}
 	return nil
