@@ -4,81 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/gatehouse-id/gatehouse/internal/cutproxy"
 	"github.com/gatehouse-id/gatehouse/provider"
 	"github.com/gatehouse-id/gatehouse/storage"
 	"github.com/gatehouse-id/gatehouse/storage/storagetest"
 )
-
-// cuttableProxy forwards TCP to a database and can cut every connection, as a database
-// restart or a network partition would.
-type cuttableProxy struct {
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	down   bool
-	conns  map[net.Conn]struct{}
-}
-
-func startProxy(t *testing.T, target string) *cuttableProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &cuttableProxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
-	t.Cleanup(func() { _ = ln.Close(); p.setDown(true) })
-	go p.serve()
-	return p
-}
-
-func (p *cuttableProxy) serve() {
-	for {
-		client, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.mu.Lock()
-		down := p.down
-		p.mu.Unlock()
-		if down {
-			_ = client.Close()
-			continue
-		}
-		server, err := net.DialTimeout("tcp", p.target, 2*time.Second)
-		if err != nil {
-			_ = client.Close()
-			continue
-		}
-		p.mu.Lock()
-		p.conns[client], p.conns[server] = struct{}{}, struct{}{}
-		p.mu.Unlock()
-		go func() { _, _ = io.Copy(server, client); _ = server.Close() }()
-		go func() { _, _ = io.Copy(client, server); _ = client.Close() }()
-	}
-}
-
-// setDown cuts (true) or restores (false) the database.
-func (p *cuttableProxy) setDown(down bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.down = down
-	if down {
-		for c := range p.conns {
-			_ = c.Close()
-		}
-		p.conns = map[net.Conn]struct{}{}
-	}
-}
 
 // TestDatabaseOutage: while Postgres is unreachable the provider answers 503 (OAuth's
 // temporarily_unavailable, the JSON API's Service Unavailable, /readyz-style Ready errors),
@@ -97,8 +34,8 @@ func TestDatabaseOutage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := startProxy(t, dsn.Host)
-	dsn.Host = proxy.ln.Addr().String()
+	proxy := cutproxy.Start(t, dsn.Host)
+	dsn.Host = proxy.Addr()
 
 	ctx := context.Background()
 	store, err := storage.Open(ctx, dsn.String())
@@ -160,7 +97,7 @@ func TestDatabaseOutage(t *testing.T) {
 	api := httptest.NewServer(p.RequireScopes()(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
 	t.Cleanup(api.Close)
 
-	proxy.setDown(true)
+	proxy.SetDown(true)
 	// A client the database must be asked about gets 503.
 	if status, code, _ := tokenFor(cold); status != http.StatusServiceUnavailable || code != "temporarily_unavailable" {
 		t.Errorf("token of an uncached client during the outage: got %d %q, want 503 temporarily_unavailable", status, code)
@@ -194,7 +131,7 @@ func TestDatabaseOutage(t *testing.T) {
 		}
 	}
 
-	proxy.setDown(false)
+	proxy.SetDown(false)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		// The uncached client's grant needs the database: it works again once it is back.

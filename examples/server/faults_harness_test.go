@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -31,13 +30,14 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"github.com/gatehouse-id/gatehouse/internal/cutproxy"
 	"github.com/gatehouse-id/gatehouse/internal/testlog"
 	"github.com/gatehouse-id/gatehouse/storage/storagetest"
 )
 
 // The harness of the fault suite (faults_test.go): replicas of the built binary on fixed
-// addresses that can be killed and restarted, a TCP proxy that cuts a dependency, a flow
-// driver that crosses replicas and counts every answer, and the summary table.
+// addresses that can be killed and restarted, a flow driver that crosses replicas and
+// counts every answer, and the summary table. A dependency is cut through internal/cutproxy.
 
 // envFaultsFull set to "1" runs every fault case at its full length (make faults); unset,
 // the cases run shortened variants of seconds, as part of make test.
@@ -82,101 +82,14 @@ func faultRedis(t *testing.T) *url.URL {
 }
 
 // viaProxy is dsn with its host replaced by the proxy's address.
-func viaProxy(t *testing.T, dsn string, p *cutProxy) string {
+func viaProxy(t *testing.T, dsn string, p *cutproxy.Proxy) string {
 	t.Helper()
 	u, err := url.Parse(dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	u.Host = p.addr()
+	u.Host = p.Addr()
 	return u.String()
-}
-
-// cutProxy forwards TCP to a dependency and can cut every connection and refuse new ones,
-// as a restart of the dependency or a partition would. It counts the connections open.
-type cutProxy struct {
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	down   bool
-	conns  map[net.Conn]bool // client side → true; server side → false
-}
-
-func startCutProxy(t *testing.T, target string) *cutProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &cutProxy{ln: ln, target: target, conns: map[net.Conn]bool{}}
-	t.Cleanup(func() { _ = ln.Close(); p.setDown(true) })
-	go p.serve()
-	return p
-}
-
-func (p *cutProxy) addr() string { return p.ln.Addr().String() }
-
-func (p *cutProxy) serve() {
-	for {
-		client, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.mu.Lock()
-		down := p.down
-		p.mu.Unlock()
-		if down {
-			_ = client.Close()
-			continue
-		}
-		server, err := net.DialTimeout("tcp", p.target, 2*time.Second)
-		if err != nil {
-			_ = client.Close()
-			continue
-		}
-		p.mu.Lock()
-		p.conns[client], p.conns[server] = true, false
-		p.mu.Unlock()
-		forget := func() {
-			_ = client.Close()
-			_ = server.Close()
-			p.mu.Lock()
-			delete(p.conns, client)
-			delete(p.conns, server)
-			p.mu.Unlock()
-		}
-		go func() { _, _ = io.Copy(server, client); forget() }()
-		go func() { _, _ = io.Copy(client, server); forget() }()
-	}
-}
-
-// setDown cuts (true) or restores (false) the dependency.
-func (p *cutProxy) setDown(down bool) {
-	p.mu.Lock()
-	p.down = down
-	var cut []net.Conn
-	if down {
-		for c := range p.conns {
-			cut = append(cut, c)
-		}
-	}
-	p.mu.Unlock()
-	for _, c := range cut {
-		_ = c.Close()
-	}
-}
-
-// open is the number of connections open through the proxy.
-func (p *cutProxy) open() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	n := 0
-	for _, isClient := range p.conns {
-		if isClient {
-			n++
-		}
-	}
-	return n
 }
 
 // replica is one "gatehouse serve" on a fixed address, so that it can be killed and

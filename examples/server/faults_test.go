@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/gatehouse-id/gatehouse/internal/cutproxy"
 )
 
 // The fault suite: every case runs real processes of the built server on a real Postgres
@@ -334,7 +336,7 @@ func TestFaultPostgresOutage(t *testing.T) {
 	dsn := faultPostgres(t)
 	fs := newFaultSetup(t, dsn)
 	u, _ := url.Parse(dsn)
-	proxy := startCutProxy(t, u.Host)
+	proxy := cutproxy.Start(t, u.Host)
 	r := newReplica(t, fs.gh.bin, "server", "http://"+freeAddr(t), viaProxy(t, dsn, proxy),
 		"--login-rate-limit", "off", "--lockout", "off", "--refresh-reuse-grace", "30s")
 	d := newFlowDriver(fs, func() []string { return []string{r.base()} })
@@ -376,10 +378,10 @@ func TestFaultPostgresOutage(t *testing.T) {
 	time.Sleep(time.Second) // let the load's requests and idle connections settle
 	g0 := r.goroutines(t)
 
-	proxy.setDown(true)
+	proxy.SetDown(true)
 	outage := faultLen(10*time.Second, 3*time.Second)
 	downCounts, down := phase("down", outage)
-	proxy.setDown(false)
+	proxy.SetDown(false)
 	back := time.Now()
 	var recovered time.Duration
 	for range 100 {
@@ -444,9 +446,9 @@ func TestFaultRedisOutage(t *testing.T) {
 	dsn := faultPostgres(t)
 	redisURL := faultRedis(t)
 	fs := newFaultSetup(t, dsn)
-	proxy := startCutProxy(t, redisURL.Host)
+	proxy := cutproxy.Start(t, redisURL.Host)
 	viaRedis := *redisURL
-	viaRedis.Host = proxy.addr()
+	viaRedis.Host = proxy.Addr()
 	r := newReplica(t, fs.gh.bin, "server", "http://"+freeAddr(t), dsn, "--redis-url", viaRedis.String(),
 		"--login-rate-limit", "5/1m", "--trusted-proxies", "127.0.0.1", "--lockout", "1000/1m")
 	d := newFlowDriver(fs, func() []string { return []string{r.base()} })
@@ -470,13 +472,13 @@ func TestFaultRedisOutage(t *testing.T) {
 	before := phase(side)
 	limitBefore := logins(6)
 
-	proxy.setDown(true)
+	proxy.SetDown(true)
 	outage := faultLen(10*time.Second, 3*time.Second)
 	during := phase(outage)
 	start := time.Now()
 	limitDuring := logins(8)
 	perLogin := time.Since(start) / 8
-	proxy.setDown(false)
+	proxy.SetDown(false)
 
 	after := phase(side)
 	limitAfter := logins(10)
@@ -652,7 +654,7 @@ func TestFaultSoak(t *testing.T) {
 	dsn := faultPostgres(t)
 	fs := newFaultSetup(t, dsn)
 	u, _ := url.Parse(dsn)
-	proxy := startCutProxy(t, u.Host)
+	proxy := cutproxy.Start(t, u.Host)
 	issuer := "http://" + freeAddr(t)
 	flags := []string{"--login-rate-limit", "off", "--lockout", "off", "--janitor-interval", janitor.String(),
 		"--auth-code-ttl", ttl.String(), "--access-token-ttl", ttl.String(), "--id-token-ttl", ttl.String(),
@@ -681,7 +683,7 @@ func TestFaultSoak(t *testing.T) {
 		rules             int64 // revocation_rules, apart from rows: see the doc comment
 	}
 	take := func(at time.Duration) sample {
-		s := sample{at: at, conns: proxy.open()}
+		s := sample{at: at, conns: proxy.Open()}
 		for _, r := range reps {
 			// The least of three readings 300ms apart: a password hash in flight holds
 			// 19 MiB for a moment, which is load, not growth.
