@@ -6,57 +6,33 @@ import "gorm.io/gorm"
 // that has been released.
 func migrations() []migration {
 	return []migration{
-		{version: 1, name: "initial schema", up: func(tx *gorm.DB, n schemaNames) error {
-			return execAll(tx, n, schemaV1())
-		}},
-		{version: 2, name: "public authentication: PIN gate, one-time tokens, PIN challenges", up: func(tx *gorm.DB, n schemaNames) error {
-			return execAll(tx, n, schemaV2())
-		}},
-		{version: 3, name: "per-application permissions and their audit log", up: func(tx *gorm.DB, n schemaNames) error {
-			return execAll(tx, n, schemaV3())
-		}},
-		{version: 4, name: "linked social and upstream identities", up: func(tx *gorm.DB, n schemaNames) error {
-			return execAll(tx, n, schemaV4())
-		}},
+		{version: 1, name: "initial schema", up: ddl(schemaV1)},
+		{version: 2, name: "public authentication: PIN gate, one-time tokens, PIN challenges", up: ddl(schemaV2)},
+		{version: 3, name: "per-application permissions and their audit log", up: ddl(schemaV3)},
+		{version: 4, name: "linked social and upstream identities", up: ddl(schemaV4)},
 		{version: 5, name: "email keys: ASCII case folding and IDNA domains", up: rekeyEmails},
-		{version: 6, name: "clients registered as resource servers", up: func(tx *gorm.DB, n schemaNames) error {
-			return execAll(tx, n, schemaV6())
-		}},
+		{version: 6, name: "clients registered as resource servers", up: ddl(schemaV6)},
 		{version: 7, name: "mailed links and PIN challenges refer to paused requests by hash", up: migrateV7},
-		{version: 8, name: "token tables indexed by subject, for revoking a user's grants", up: func(tx *gorm.DB, n schemaNames) error {
-			return execAll(tx, n, schemaV8())
-		}},
+		{version: 8, name: "token tables indexed by subject, for revoking a user's grants", up: ddl(schemaV8)},
 		{version: 9, name: "sessions, consents, links, PIN challenges, identities and permissions refer to accounts by id, without a users row", up: migrateV9},
-		{version: 10, name: "revocation rules for stateless access tokens", up: func(tx *gorm.DB, n schemaNames) error {
-			return execAll(tx, n, schemaV10())
-		}},
-		{version: 11, name: "authorization codes carry their PKCE and OpenID Connect request data", up: func(tx *gorm.DB, n schemaNames) error {
-			return execAll(tx, n, schemaV11())
-		}},
-		{version: 12, name: "client authentication methods, client keys and request object algorithm", up: func(tx *gorm.DB, n schemaNames) error {
-			return execAll(tx, n, schemaV12())
-		}},
-		{version: 13, name: "pushed authorization requests, and clients that must push theirs", up: func(tx *gorm.DB, n schemaNames) error {
-			return execAll(tx, n, schemaV13())
-		}},
-		{version: 14, name: "clients that must use DPoP", up: func(tx *gorm.DB, n schemaNames) error {
-			return execAll(tx, n, schemaV14())
-		}},
-		{version: 16, name: "device authorization grant codes", up: func(tx *gorm.DB, n schemaNames) error {
-			return execAll(tx, n, schemaV16())
-		}},
+		{version: 10, name: "revocation rules for stateless access tokens", up: ddl(schemaV10)},
+		{version: 11, name: "authorization codes carry their PKCE and OpenID Connect request data", up: ddl(schemaV11)},
+		{version: 12, name: "client authentication methods, client keys and request object algorithm", up: ddl(schemaV12)},
+		{version: 13, name: "pushed authorization requests, and clients that must push theirs", up: ddl(schemaV13)},
+		{version: 14, name: "clients that must use DPoP", up: ddl(schemaV14)},
+		// No version 15: the change it was set aside for (key rotation) needed no schema change.
+		{version: 16, name: "device authorization grant codes", up: ddl(schemaV16)},
 		{version: 17, name: "back-channel logout: session ids, session clients and the logout outbox", up: migrateV17},
-		{version: 18, name: "users carry the OpenID Connect standard profile", up: func(tx *gorm.DB, n schemaNames) error {
-			return execAll(tx, n, schemaV18())
-		}},
-		{version: 19, name: "rotated refresh tokens remember when, for the reuse grace window", up: func(tx *gorm.DB, n schemaNames) error {
-			return execAll(tx, n, schemaV19())
-		}},
+		{version: 18, name: "users carry the OpenID Connect standard profile", up: ddl(schemaV18)},
+		{version: 19, name: "rotated refresh tokens remember when, for the reuse grace window", up: ddl(schemaV19)},
 		{version: 20, name: "the audit trail, security_events, absorbing the permission audit log", up: migrateV20},
-		{version: 21, name: "dynamic client registration: initial access tokens, registration access tokens, client URIs", up: func(tx *gorm.DB, n schemaNames) error {
-			return execAll(tx, n, schemaV21())
-		}},
+		{version: 21, name: "dynamic client registration: initial access tokens, registration access tokens, client URIs", up: ddl(schemaV21)},
 	}
+}
+
+// ddl is the step of a migration that only runs the statements schema returns.
+func ddl(schema func() []string) func(tx *gorm.DB, n schemaNames) error {
+	return func(tx *gorm.DB, n schemaNames) error { return execAll(tx, n, schema()) }
 }
 
 // requestTable is the DDL of a table holding serialized fosite requests; extra adds the
