@@ -37,8 +37,8 @@ func TestBreakerOneProbe(t *testing.T) {
 	}
 }
 
-// NewRedis bounds connecting, reading and writing by the timeout and retries once, unless
-// the URL says otherwise.
+// NewRedis bounds connecting, reading and writing by the timeout, dials once and retries a
+// command once, unless the URL says otherwise.
 func TestNewRedisBoundsTimeouts(t *testing.T) {
 	r, err := NewRedis("redis://127.0.0.1:6379/0", WithTimeout(300*time.Millisecond))
 	if err != nil {
@@ -46,8 +46,8 @@ func TestNewRedisBoundsTimeouts(t *testing.T) {
 	}
 	defer r.Close()
 	o := r.client.Options()
-	if o.DialTimeout != 300*time.Millisecond || o.ReadTimeout != 300*time.Millisecond || o.WriteTimeout != 300*time.Millisecond || o.MaxRetries != 1 {
-		t.Errorf("dial %v read %v write %v retries %d; want 300ms each and 1 retry", o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.MaxRetries)
+	if o.DialTimeout != 300*time.Millisecond || o.ReadTimeout != 300*time.Millisecond || o.WriteTimeout != 300*time.Millisecond || o.MaxRetries != 1 || o.DialerRetries != 1 {
+		t.Errorf("dial %v read %v write %v retries %d dial tries %d; want 300ms each, 1 retry, 1 dial", o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.MaxRetries, o.DialerRetries)
 	}
 	r, err = NewRedis("redis://127.0.0.1:6379/0?dial_timeout=2s&max_retries=4", WithTimeout(300*time.Millisecond))
 	if err != nil {

@@ -64,9 +64,10 @@ type Redis struct {
 // redis://[user:password@]host[:port][/db], rediss://… for TLS, or unix:///path/to/socket
 // (query options as github.com/redis/go-redis/v9 ParseURL reads them). It does not connect:
 // the first call does; use Ping to check the server at start-up. Unless the URL sets them
-// (dial_timeout, read_timeout, write_timeout, max_retries), connecting, reading and writing
-// are each bounded by the timeout (WithTimeout) and a failed command is retried once, on a
-// fresh connection (a restarted Redis leaves the pool's connections dead). It takes
+// (dial_timeout, read_timeout, write_timeout, max_retries), connecting,
+// reading and writing are each bounded by the timeout (WithTimeout), a failed dial is not
+// retried, and a failed command is retried once, on a fresh connection (a restarted Redis
+// leaves the pool's connections dead). It takes
 // WithPrefix, WithTimeout, WithCoolDown, WithClock and WithLogger; Close releases its
 // connections.
 func NewRedis(rawURL string, opts ...Option) (*Redis, error) {
@@ -94,6 +95,9 @@ func NewRedis(rawURL string, opts ...Option) (*Redis, error) {
 			set()
 		}
 	}
+	// go-redis tries a failing dial 5 times, 100ms apart: a down Redis would cost each probe
+	// half a second. (The URL has no option for it.)
+	options.DialerRetries = 1
 	r := NewRedisFromClient(redis.NewClient(options), opts...)
 	r.owned = true
 	return r, nil

@@ -511,6 +511,11 @@ func TestFaultRedisOutage(t *testing.T) {
 	if opened == 0 || closed != opened {
 		t.Errorf("the breaker logged %d openings and %d closings; want at least one, each closed once Redis is back:\n%.3000s", opened, closed, logs)
 	}
+	metrics := metricsText(t, r.base())
+	if !strings.Contains(metrics, "\ngatehouse_rate_limit_breaker_open 0\n") ||
+		!strings.Contains(metrics, fmt.Sprintf("\ngatehouse_rate_limit_breaker_opened_total %d\n", opened)) {
+		t.Errorf("/metrics after the outage: want the breaker closed and opened %d times:\n%s", opened, metrics)
+	}
 	r.stop(t)
 	faultSummary(t, faultRow{
 		fmt.Sprintf("Redis cut for %s under 4 concurrent flows (limit 5/min per IP)", outage),
@@ -727,6 +732,21 @@ func errOK(err error) string {
 		return "ok"
 	}
 	return err.Error()
+}
+
+// metricsText is base's /metrics.
+func metricsText(t *testing.T, base string) string {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics: %d %v", resp.StatusCode, err)
+	}
+	return string(body)
 }
 
 func statusOf(resp *http.Response) int {
