@@ -32,7 +32,7 @@ var ErrReadOnly error = &unavailableError{msg: "storage: database unavailable: i
 // (SQLITE_IOERR, SQLITE_CANTOPEN); Postgres's disk_full (53100) and the rest of class 53,
 // insufficient resources (out of memory, too many connections), and io_error (58030).
 // errors.Is(err, ErrUnavailable) holds too.
-var ErrDiskFull error = &unavailableError{msg: "storage: database unavailable: disk full or failing"}
+var ErrDiskFull error = &unavailableError{msg: "storage: database unavailable: disk full, failing or out of resources"}
 
 type unavailableError struct{ msg string }
 
