@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"runtime/metrics"
 )
 
 // hashPool bounds the argon2id work of a Service. Each hash or verification holds about
@@ -12,16 +14,29 @@ import (
 // finds every slot busy may wait for one if the queue has room, else it is refused with
 // ErrBusy at once. Waiting costs no memory and no CPU (a blocked channel send), and the
 // hashing is CPU-bound, so slots near GOMAXPROCS keep the throughput.
+//
+// golang.org/x/crypto/argon2 allocates a hash's memory afresh on every call and takes no
+// buffer, so each hash leaves 19 MiB of garbage. Left to the collector's own pacing, that
+// garbage piles up to the heap's next target, several hashes' worth: peak memory grows, and
+// under a memory limit the runtime hands the pages back to the kernel and faults them in
+// again on the next hash. So when the heap the collector must scan is smaller than the
+// hash's memory (Gatehouse as a server), a slot collects before it takes the next hash: the
+// next hash reuses the freed memory, and the pool's memory stays slots × 19 MiB. With a
+// larger scannable heap (an application embedding Gatehouse) a collection would cost more
+// than it saves, and the pool leaves the garbage to the collector.
 type hashPool struct {
 	// slots holds one token per hash running now.
 	slots chan struct{}
 	// waiting holds one token per caller waiting for a slot; an unbuffered channel means
 	// nobody may wait.
 	waiting chan struct{}
+	// hashBytes is the memory one hash allocates; below that much scannable heap, a slot
+	// collects after its hash (collectAfterHash).
+	hashBytes uint64
 }
 
-func newHashPool(slots, queue int) *hashPool {
-	return &hashPool{slots: make(chan struct{}, slots), waiting: make(chan struct{}, queue)}
+func newHashPool(slots, queue int, hashBytes uint64) *hashPool {
+	return &hashPool{slots: make(chan struct{}, slots), waiting: make(chan struct{}, queue), hashBytes: hashBytes}
 }
 
 // run calls work in a slot of the pool. It waits for a slot while the queue has room, until
@@ -37,7 +52,29 @@ func (p *hashPool) run(ctx context.Context, work func()) error {
 	}
 	defer func() { <-p.slots }()
 	work()
+	if collectAfterHash(scannableHeap(), p.hashBytes) {
+		runtime.GC()
+	}
 	return nil
+}
+
+// collectAfterHash reports whether a slot should collect the garbage of the hash it ran
+// before taking the next one: when marking the scannable heap costs less than carrying
+// hashBytes of garbage to the collector's next cycle. The hash's own memory holds no
+// pointers, so a collection's cost is the scannable rest.
+func collectAfterHash(scannable, hashBytes uint64) bool {
+	return scannable < hashBytes
+}
+
+// scannableHeap is the part of the allocated heap that holds pointers: what the next
+// collection scans at most.
+func scannableHeap() uint64 {
+	sample := []metrics.Sample{{Name: "/gc/scan/heap:bytes"}}
+	metrics.Read(sample)
+	if sample[0].Value.Kind() != metrics.KindUint64 {
+		return ^uint64(0) // unknown to this runtime: never collect
+	}
+	return sample[0].Value.Uint64()
 }
 
 // wait takes a place in the queue, then a slot.

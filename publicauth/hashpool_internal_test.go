@@ -3,6 +3,7 @@ package publicauth
 import (
 	"context"
 	"errors"
+	"runtime/metrics"
 	"testing"
 	"time"
 )
@@ -60,7 +61,7 @@ func TestHashPool(t *testing.T) {
 
 	t.Run("runs up to slots at once, queues up to queue, refuses the rest", func(t *testing.T) {
 		const slots, queue = 2, 3
-		pool := newHashPool(slots, queue)
+		pool := newHashPool(slots, queue, 0)
 		var running []blocker
 		var runningDone []<-chan error
 		for i := range slots {
@@ -112,7 +113,7 @@ func TestHashPool(t *testing.T) {
 	})
 
 	t.Run("no queue refuses as soon as the slots are busy", func(t *testing.T) {
-		pool := newHashPool(1, 0)
+		pool := newHashPool(1, 0, 0)
 		b := newBlocker()
 		done := runAsync(ctx, pool, b.work)
 		waitFor(t, b.started, "running work")
@@ -127,7 +128,7 @@ func TestHashPool(t *testing.T) {
 	})
 
 	t.Run("a cancelled wait leaves the queue without running", func(t *testing.T) {
-		pool := newHashPool(1, 1)
+		pool := newHashPool(1, 1, 0)
 		b := newBlocker()
 		done := runAsync(ctx, pool, b.work)
 		waitFor(t, b.started, "running work")
@@ -150,4 +151,45 @@ func TestHashPool(t *testing.T) {
 		default:
 		}
 	})
+}
+
+// forcedCollections counts the collections runtime.GC started in this process.
+func forcedCollections() uint64 {
+	sample := []metrics.Sample{{Name: "/gc/cycles/forced:gc-cycles"}}
+	metrics.Read(sample)
+	return sample[0].Value.Uint64()
+}
+
+func TestHashPoolCollectsHashGarbage(t *testing.T) {
+	// A test binary's scannable heap is far below a hash's memory, as a server's is: the slot
+	// collects the hash's garbage before it is free again.
+	const hashBytes = argon2Memory * 1024
+	if s := scannableHeap(); s >= hashBytes {
+		t.Skipf("scannable heap %d bytes, not below a hash's %d", s, hashBytes)
+	}
+	pool := newHashPool(1, 0, hashBytes)
+	before := forcedCollections()
+	if err := pool.run(context.Background(), func() { _ = make([]byte, hashBytes) }); err != nil {
+		t.Fatalf("run = %v", err)
+	}
+	if forcedCollections() == before {
+		t.Fatal("no collection after a hash while the scannable heap is smaller than the hash")
+	}
+}
+
+func TestCollectAfterHash(t *testing.T) {
+	const hashBytes = 19 << 20
+	for _, c := range []struct {
+		scannable uint64
+		want      bool
+	}{
+		{scannable: 4 << 20, want: true},
+		{scannable: hashBytes - 1, want: true},
+		{scannable: hashBytes, want: false},
+		{scannable: 512 << 20, want: false}, // an application's large heap: collecting costs more
+	} {
+		if got := collectAfterHash(c.scannable, hashBytes); got != c.want {
+			t.Errorf("collectAfterHash(%d, %d) = %v, want %v", c.scannable, hashBytes, got, c.want)
+		}
+	}
 }

@@ -216,7 +216,7 @@ func New(cfg Config, store Store, opts ...Option) (*Service, error) {
 		registration:   cfg.Registration,
 		beforeRegister: o.beforeRegister,
 		passwordParams: defaultArgon2(),
-		hashing:        newHashPool(cfg.PasswordHashConcurrency, cfg.PasswordHashQueue),
+		hashing:        newHashPool(cfg.PasswordHashConcurrency, cfg.PasswordHashQueue, argon2Memory*1024),
 	}
 	s.setAccounts(o.accounts)
 	for kind, lifespan := range s.lifespan {
