@@ -3,9 +3,12 @@ package storagetest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/gatehouse-id/gatehouse/publicauth"
 	"github.com/gatehouse-id/gatehouse/storage"
 )
 
@@ -43,6 +46,8 @@ func ruleCases() []storageCase {
 		{"RevocationRuleKinds", testRevocationRuleKinds},
 		{"RevocationRuleSameSecond", testRevocationRuleSameSecond},
 		{"RevocationRuleExpiry", testRevocationRuleExpiry},
+		{"RevocationUnderConcurrentChecks", testRevocationUnderConcurrentChecks},
+		{"UserChangeUnderConcurrentReads", testUserChangeUnderConcurrentReads},
 	}
 }
 
@@ -164,3 +169,149 @@ func testRevocationRuleExpiry(t *testing.T, s *storage.Store) {
 		wantRevoked(t, s, "user rule after the janitor at +"+step.at.String(), user, step.userOK)
 	}
 }
+
+// revocationUnderLoad: while checks run without pause on both stores, each kind of rule
+// recorded on one store is seen by every check that begins after the recording returned,
+// on either store, though concurrent checks share queries (the store coalesces them). One
+// store may stand for both.
+func revocationUnderLoad(t *testing.T, a, b *storage.Store) {
+	ctx := context.Background()
+	stop := make(chan struct{})
+	var noise sync.WaitGroup
+	for i := range 8 {
+		s := []*storage.Store{a, b}[i%2]
+		noise.Add(1)
+		go func() {
+			defer noise.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				ref := tokenRef(fmt.Sprint("noise-", i), fmt.Sprint("noise-user-", i), "noise-client", time.Now())
+				if _, err := s.AccessTokenRevoked(ctx, ref); err != nil {
+					t.Errorf("concurrent check: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	defer func() { close(stop); noise.Wait() }()
+
+	revokes := []struct {
+		kind   string
+		revoke func(s *storage.Store, ref storage.AccessTokenRef) error
+	}{
+		{"jti", func(s *storage.Store, ref storage.AccessTokenRef) error {
+			return s.RevokeAccessTokenID(ctx, ref.JTI, time.Now().Add(time.Hour))
+		}},
+		{"grant", func(s *storage.Store, ref storage.AccessTokenRef) error { return s.RevokeAccessToken(ctx, ref.GrantID) }},
+		{"subject at client", func(s *storage.Store, ref storage.AccessTokenRef) error {
+			return s.RevokeTokensOf(ctx, ref.Subject, ref.ClientID)
+		}},
+		{"subject", func(s *storage.Store, ref storage.AccessTokenRef) error { return s.RevokeUserGrants(ctx, ref.Subject) }},
+	}
+	for round := range 40 {
+		r := revokes[round%len(revokes)]
+		on, other := a, b
+		if round%2 == 1 {
+			on, other = b, a
+		}
+		ref := tokenRef(fmt.Sprint("g-", round), fmt.Sprint("u-", round), "c", time.Now().Add(-time.Second))
+		wantRevoked(t, other, fmt.Sprintf("round %d (%s) before the rule", round, r.kind), ref, false)
+		mustNoErr(t, "revoke "+r.kind, r.revoke(on, ref))
+		var checks sync.WaitGroup
+		for i := range 4 {
+			s := []*storage.Store{on, other}[i%2]
+			checks.Add(1)
+			go func() {
+				defer checks.Done()
+				revoked, err := s.AccessTokenRevoked(ctx, ref)
+				if err != nil || !revoked {
+					t.Errorf("round %d: a check begun after the %s rule was recorded: revoked %v, %v; want revoked",
+						round, r.kind, revoked, err)
+				}
+			}()
+		}
+		checks.Wait()
+	}
+}
+
+// testRevocationUnderConcurrentChecks is revocationUnderLoad on one store.
+func testRevocationUnderConcurrentChecks(t *testing.T, s *storage.Store) {
+	revocationUnderLoad(t, s, s)
+}
+
+// testRevocationAcrossReplicas is revocationUnderLoad on two replicas: a rule recorded on
+// one is seen at once on the other.
+func testRevocationAcrossReplicas(t *testing.T, a, b *storage.Store) { revocationUnderLoad(t, a, b) }
+
+// userChangeUnderLoad: while users are read without pause on both stores, a change of a
+// user on one store is read by every UserByID that begins after it returned, on either
+// store, though concurrent reads share queries; each read gets its own user, and an unknown
+// id read in the same batch is publicauth.ErrUserNotFound.
+func userChangeUnderLoad(t *testing.T, a, b *storage.Store) {
+	ctx := context.Background()
+	users := []*publicauth.User{mustCreateUser(t, a, "one@example.com"), mustCreateUser(t, a, "two@example.com")}
+	stop := make(chan struct{})
+	var noise sync.WaitGroup
+	for i := range 8 {
+		s := []*storage.Store{a, b}[i%2]
+		noise.Add(1)
+		go func() {
+			defer noise.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				id := users[i%2].ID
+				if i%4 == 3 {
+					id = "no-such-user"
+				}
+				u, err := s.UserByID(ctx, id)
+				switch {
+				case id == "no-such-user" && !errors.Is(err, publicauth.ErrUserNotFound):
+					t.Errorf("unknown user: %v, want ErrUserNotFound", err)
+					return
+				case id != "no-such-user" && (err != nil || u.ID != id):
+					t.Errorf("UserByID(%s): %+v, %v", id, u, err)
+					return
+				}
+			}
+		}()
+	}
+	defer func() { close(stop); noise.Wait() }()
+
+	for round := range 40 {
+		on, other := a, b
+		if round%2 == 1 {
+			on, other = b, a
+		}
+		u := users[round%2]
+		name := fmt.Sprint("name ", round)
+		_, err := on.ChangeUser(ctx, u.ID, publicauth.UserChange{Name: &name})
+		mustNoErr(t, "ChangeUser", err)
+		var reads sync.WaitGroup
+		for i := range 4 {
+			s := []*storage.Store{on, other}[i%2]
+			reads.Add(1)
+			go func() {
+				defer reads.Done()
+				got, err := s.UserByID(ctx, u.ID)
+				if err != nil || got.Name != name || got.Email != u.Email {
+					t.Errorf("round %d: a read begun after the change: %+v, %v; want name %q", round, got, err, name)
+				}
+			}()
+		}
+		reads.Wait()
+	}
+}
+
+// testUserChangeUnderConcurrentReads is userChangeUnderLoad on one store.
+func testUserChangeUnderConcurrentReads(t *testing.T, s *storage.Store) { userChangeUnderLoad(t, s, s) }
+
+// testUserChangeAcrossReplicas is userChangeUnderLoad on two replicas.
+func testUserChangeAcrossReplicas(t *testing.T, a, b *storage.Store) { userChangeUnderLoad(t, a, b) }
