@@ -41,6 +41,19 @@ func waitPending(t *testing.T, s *storage.Store, n int) {
 	t.Fatalf("the gathering batch holds %d checks, want %d", s.PendingRuleChecks(), n)
 }
 
+// inFlight opens two replicas of b, gates r's revocation queries, and starts a check of
+// ref(first) on r, returned once its query has read and waits at the gate: the query in
+// flight the checks that follow gather behind.
+func inFlight(t *testing.T, b storagetest.Backend, first string) (a, r *storage.Store, ran chan []string, gate chan struct{}, firstCheck <-chan checkResult) {
+	t.Helper()
+	a, r = b.Replicas(t)
+	ran, gate = make(chan []string, 8), make(chan struct{})
+	r.GateRuleChecks(ran, gate)
+	firstCheck = startCheck(context.Background(), r, ref(first))
+	<-ran
+	return a, r, ran, gate, firstCheck
+}
+
 func ref(jti string) storage.AccessTokenRef {
 	return storage.AccessTokenRef{JTI: jti, GrantID: "g-" + jti, Subject: "u", ClientID: "c",
 		IssuedAt: time.Now().Add(-time.Minute)}
@@ -54,14 +67,8 @@ func TestCoalescedRevocationChecks(t *testing.T) {
 	for _, b := range storagetest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			ctx := context.Background()
-			a, r := b.Replicas(t)
-			ran := make(chan []string, 8)
-			gate := make(chan struct{})
-			r.GateRuleChecks(ran, gate)
-
 			// A check runs alone and reads before the revocation.
-			first := startCheck(ctx, r, ref("revoked"))
-			<-ran
+			a, r, ran, gate, first := inFlight(t, b, "revoked")
 			// Replica a revokes; the check on r is still in flight.
 			if err := a.RevokeAccessTokenID(ctx, "revoked", time.Now().Add(time.Hour)); err != nil {
 				t.Fatal(err)
@@ -111,13 +118,7 @@ func TestCoalescedRevocationBatchBound(t *testing.T) {
 	for _, b := range storagetest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			ctx := context.Background()
-			_, r := b.Replicas(t)
-			ran := make(chan []string, 8)
-			gate := make(chan struct{})
-			r.GateRuleChecks(ran, gate)
-
-			first := startCheck(ctx, r, ref("first"))
-			<-ran
+			_, r, ran, gate, first := inFlight(t, b, "first")
 			var full []<-chan checkResult
 			for i := range storage.MaxCoalesced {
 				full = append(full, startCheck(ctx, r, ref(fmt.Sprint("full-", i))))
@@ -147,13 +148,7 @@ func TestCoalescedRevocationFailure(t *testing.T) {
 	for _, b := range storagetest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			ctx := context.Background()
-			_, r := b.Replicas(t)
-			ran := make(chan []string, 8)
-			gate := make(chan struct{})
-			r.GateRuleChecks(ran, gate)
-
-			first := startCheck(ctx, r, ref("first"))
-			<-ran
+			_, r, _, gate, first := inFlight(t, b, "first")
 			var batch []<-chan checkResult
 			for i := range 3 {
 				batch = append(batch, startCheck(ctx, r, ref(fmt.Sprint("batched-", i))))

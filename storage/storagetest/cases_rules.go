@@ -170,34 +170,72 @@ func testRevocationRuleExpiry(t *testing.T, s *storage.Store) {
 	}
 }
 
+// underLoad runs work without pause in 8 goroutines, half on a and half on b (i is the
+// goroutine's number), until the returned function is called, which waits for them. work
+// returns an error to stop its goroutine.
+func underLoad(t *testing.T, a, b *storage.Store, work func(s *storage.Store, i int) error) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range 8 {
+		s := []*storage.Store{a, b}[i%2]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if err := work(s, i); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	return func() { close(done); wg.Wait() }
+}
+
+// inRounds runs 40 rounds of a write on one store followed by 4 concurrent reads, two on
+// each store, that must see it; the stores swap roles each round. write returns what
+// read must find; read reports how it differs.
+func inRounds(t *testing.T, a, b *storage.Store, write func(round int, on *storage.Store) (want string),
+	read func(s *storage.Store, want string) error) {
+	for round := range 40 {
+		on, other := a, b
+		if round%2 == 1 {
+			on, other = b, a
+		}
+		want := write(round, on)
+		var reads sync.WaitGroup
+		for i := range 4 {
+			s := []*storage.Store{on, other}[i%2]
+			reads.Add(1)
+			go func() {
+				defer reads.Done()
+				if err := read(s, want); err != nil {
+					t.Errorf("round %d: a read begun after the write returned: %v", round, err)
+				}
+			}()
+		}
+		reads.Wait()
+	}
+}
+
 // revocationUnderLoad: while checks run without pause on both stores, each kind of rule
 // recorded on one store is seen by every check that begins after the recording returned,
 // on either store, though concurrent checks share queries (the store coalesces them). One
 // store may stand for both.
 func revocationUnderLoad(t *testing.T, a, b *storage.Store) {
 	ctx := context.Background()
-	stop := make(chan struct{})
-	var noise sync.WaitGroup
-	for i := range 8 {
-		s := []*storage.Store{a, b}[i%2]
-		noise.Add(1)
-		go func() {
-			defer noise.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				ref := tokenRef(fmt.Sprint("noise-", i), fmt.Sprint("noise-user-", i), "noise-client", time.Now())
-				if _, err := s.AccessTokenRevoked(ctx, ref); err != nil {
-					t.Errorf("concurrent check: %v", err)
-					return
-				}
-			}
-		}()
-	}
-	defer func() { close(stop); noise.Wait() }()
+	defer underLoad(t, a, b, func(s *storage.Store, i int) error {
+		ref := tokenRef(fmt.Sprint("noise-", i), fmt.Sprint("noise-user-", i), "noise-client", time.Now())
+		if _, err := s.AccessTokenRevoked(ctx, ref); err != nil {
+			return fmt.Errorf("concurrent check: %w", err)
+		}
+		return nil
+	})()
 
 	revokes := []struct {
 		kind   string
@@ -212,30 +250,20 @@ func revocationUnderLoad(t *testing.T, a, b *storage.Store) {
 		}},
 		{"subject", func(s *storage.Store, ref storage.AccessTokenRef) error { return s.RevokeUserGrants(ctx, ref.Subject) }},
 	}
-	for round := range 40 {
+	refs := map[string]storage.AccessTokenRef{}
+	inRounds(t, a, b, func(round int, on *storage.Store) string {
 		r := revokes[round%len(revokes)]
-		on, other := a, b
-		if round%2 == 1 {
-			on, other = b, a
-		}
 		ref := tokenRef(fmt.Sprint("g-", round), fmt.Sprint("u-", round), "c", time.Now().Add(-time.Second))
-		wantRevoked(t, other, fmt.Sprintf("round %d (%s) before the rule", round, r.kind), ref, false)
+		wantRevoked(t, on, fmt.Sprintf("round %d (%s) before the rule", round, r.kind), ref, false)
 		mustNoErr(t, "revoke "+r.kind, r.revoke(on, ref))
-		var checks sync.WaitGroup
-		for i := range 4 {
-			s := []*storage.Store{on, other}[i%2]
-			checks.Add(1)
-			go func() {
-				defer checks.Done()
-				revoked, err := s.AccessTokenRevoked(ctx, ref)
-				if err != nil || !revoked {
-					t.Errorf("round %d: a check begun after the %s rule was recorded: revoked %v, %v; want revoked",
-						round, r.kind, revoked, err)
-				}
-			}()
+		refs[r.kind] = ref
+		return r.kind
+	}, func(s *storage.Store, kind string) error {
+		if revoked, err := s.AccessTokenRevoked(ctx, refs[kind]); err != nil || !revoked {
+			return fmt.Errorf("after the %s rule: revoked %v, %v; want revoked", kind, revoked, err)
 		}
-		checks.Wait()
-	}
+		return nil
+	})
 }
 
 // testRevocationUnderConcurrentChecks is revocationUnderLoad on one store.
@@ -254,60 +282,33 @@ func testRevocationAcrossReplicas(t *testing.T, a, b *storage.Store) { revocatio
 func userChangeUnderLoad(t *testing.T, a, b *storage.Store) {
 	ctx := context.Background()
 	users := []*publicauth.User{mustCreateUser(t, a, "one@example.com"), mustCreateUser(t, a, "two@example.com")}
-	stop := make(chan struct{})
-	var noise sync.WaitGroup
-	for i := range 8 {
-		s := []*storage.Store{a, b}[i%2]
-		noise.Add(1)
-		go func() {
-			defer noise.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				id := users[i%2].ID
-				if i%4 == 3 {
-					id = "no-such-user"
-				}
-				u, err := s.UserByID(ctx, id)
-				switch {
-				case id == "no-such-user" && !errors.Is(err, publicauth.ErrUserNotFound):
-					t.Errorf("unknown user: %v, want ErrUserNotFound", err)
-					return
-				case id != "no-such-user" && (err != nil || u.ID != id):
-					t.Errorf("UserByID(%s): %+v, %v", id, u, err)
-					return
-				}
+	defer underLoad(t, a, b, func(s *storage.Store, i int) error {
+		if i%4 == 3 {
+			if _, err := s.UserByID(ctx, "no-such-user"); !errors.Is(err, publicauth.ErrUserNotFound) {
+				return fmt.Errorf("unknown user: %v, want ErrUserNotFound", err)
 			}
-		}()
-	}
-	defer func() { close(stop); noise.Wait() }()
+			return nil
+		}
+		id := users[i%2].ID
+		if u, err := s.UserByID(ctx, id); err != nil || u.ID != id {
+			return fmt.Errorf("UserByID(%s): %+v, %v", id, u, err)
+		}
+		return nil
+	})()
 
-	for round := range 40 {
-		on, other := a, b
-		if round%2 == 1 {
-			on, other = b, a
-		}
-		u := users[round%2]
+	var changed *publicauth.User
+	inRounds(t, a, b, func(round int, on *storage.Store) string {
+		changed = users[round%2]
 		name := fmt.Sprint("name ", round)
-		_, err := on.ChangeUser(ctx, u.ID, publicauth.UserChange{Name: &name})
+		_, err := on.ChangeUser(ctx, changed.ID, publicauth.UserChange{Name: &name})
 		mustNoErr(t, "ChangeUser", err)
-		var reads sync.WaitGroup
-		for i := range 4 {
-			s := []*storage.Store{on, other}[i%2]
-			reads.Add(1)
-			go func() {
-				defer reads.Done()
-				got, err := s.UserByID(ctx, u.ID)
-				if err != nil || got.Name != name || got.Email != u.Email {
-					t.Errorf("round %d: a read begun after the change: %+v, %v; want name %q", round, got, err, name)
-				}
-			}()
+		return name
+	}, func(s *storage.Store, name string) error {
+		if got, err := s.UserByID(ctx, changed.ID); err != nil || got.Name != name || got.Email != changed.Email {
+			return fmt.Errorf("%+v, %v; want name %q", got, err, name)
 		}
-		reads.Wait()
-	}
+		return nil
+	})
 }
 
 // testUserChangeUnderConcurrentReads is userChangeUnderLoad on one store.
