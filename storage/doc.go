@@ -40,7 +40,9 @@
 // them records a revocation rule instead (revocation_rules.go): on one token's jti, on a
 // grant, on a (subject, client) pair or on a subject, each revoking the matching tokens
 // issued before its time, in microseconds. AccessTokenRevoked decides a token in one query
-// of primary-key probes; a rule lives until every token it can match has expired
+// of primary-key probes, which concurrent checks share (coalesce.go: checks that arrive
+// while one query is in flight run together as the next, so every check is answered by a
+// statement that began after it did); a rule lives until every token it can match has expired
 // (CoverAccessTokenLifespan), and DeleteExpired removes it then. Every revocation
 // (RevokeAccessToken, RevokeTokensOf, RevokeUserGrants, DeleteUser) records its rule in the
 // transaction of the change that asks for it. The access_tokens table of earlier releases

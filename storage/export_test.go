@@ -114,3 +114,28 @@ func (s *Store) HasIndex(ctx context.Context, name string) bool {
 	}
 	return n > 0
 }
+
+// GateRuleChecks makes every revocation-rule query of s, once it has run, send the keys it
+// read to ran and wait for a value (or the close) of gate before it answers: a test holds a
+// query in flight while later checks gather behind it.
+func (s *Store) GateRuleChecks(ran chan<- []string, gate <-chan struct{}) {
+	s.rules = newCoalescer(func(ctx context.Context, keys []string) (map[string]int64, error) {
+		found, err := s.ruleTimes(ctx, keys)
+		ran <- keys
+		<-gate
+		return found, err
+	})
+}
+
+// PendingRuleChecks is the number of revocation checks gathered in the batch not started yet.
+func (s *Store) PendingRuleChecks() int {
+	s.rules.mu.Lock()
+	defer s.rules.mu.Unlock()
+	if s.rules.pending == nil {
+		return 0
+	}
+	return s.rules.pending.lookups
+}
+
+// MaxCoalesced is maxCoalesced, the bound of a batch.
+const MaxCoalesced = maxCoalesced

@@ -31,6 +31,9 @@ type Store struct {
 	ownsPool bool
 	// clients caches the clients read (WithClientCacheRefresh).
 	clients *clientCache
+	// rules and users coalesce concurrent revocation checks and user reads (coalescer).
+	rules *coalescer[int64]
+	users *coalescer[*userModel]
 	// accessLifespan bounds the revocation rules' lifetime (CoverAccessTokenLifespan).
 	accessLifespan atomic.Int64
 	// refreshGrace is the refresh-token reuse grace window (SetRefreshReuseGrace).
@@ -347,7 +350,10 @@ func newStore(dialector gorm.Dialector, d dialect, o options) (*Store, error) {
 	if err := useTracing(db, o); err != nil {
 		return nil, err
 	}
-	return &Store{db: db, dialect: d, names: names, now: o.now, log: o.log, clients: newClientCache(o.clientRefresh, o.now)}, nil
+	s := &Store{db: db, dialect: d, names: names, now: o.now, log: o.log, clients: newClientCache(o.clientRefresh, o.now)}
+	s.rules = newCoalescer(s.ruleTimes)
+	s.users = newCoalescer(s.usersByID)
+	return s, nil
 }
 
 // createPrivateSQLiteFile creates the database file of an SQLite path with mode 0600 when it

@@ -25,9 +25,10 @@ import (
 //	client:<client id>              what a client holds (a deleted client: its tokens stay
 //	                                refused should a client of that id be registered again)
 //
-// The key is the table's primary key, so whether a token is revoked is one SELECT EXISTS
-// over at most five primary-key lookups (key IN (…) AND issued_before > the token's issue
-// time): one round trip, an index probe per key, whatever the size of the table. A second
+// The key is the table's primary key, so whether a token is revoked is one SELECT over at
+// most five primary-key lookups (rule_key IN (…)), the token decided from the rows found:
+// one round trip, an index probe per key, whatever the size of the table. Concurrent checks
+// share that query (coalescer), without ever reading a rule older than the check. A second
 // rule for a key already present widens the first (the later time, the later expiry), so
 // the table holds one row per key and never grows with repeated revocations.
 //
@@ -77,18 +78,54 @@ func (s *Store) accessTokenLifespan() time.Duration {
 
 // AccessTokenRevoked reports whether a revocation rule matches the access token: a rule on
 // its jti, on its grant, on its (subject, client), on its subject or on its client, made
-// after the token was issued. It is one indexed query.
+// after the token was issued. It is one indexed query, which concurrent checks share (see
+// coalescer): every check is answered by a statement that started after the check did, so
+// a rule committed before it began, on any replica, is always seen.
 func (s *Store) AccessTokenRevoked(ctx context.Context, t AccessTokenRef) (bool, error) {
-	var revoked bool
-	err := s.conn(ctx).Raw(s.sql(`SELECT EXISTS (SELECT 1 FROM {revocation_rules}
-		WHERE rule_key IN (?, ?, ?, ?, ?) AND issued_before > ?)`),
-		jtiKey(t.JTI), grantKey(t.GrantID), subjectClientKey(t.Subject, t.ClientID), subjectKey(t.Subject),
-		clientKey(t.ClientID),
-		micros(t.IssuedAt)).Scan(&revoked).Error
+	keys := [...]string{jtiKey(t.JTI), grantKey(t.GrantID), subjectClientKey(t.Subject, t.ClientID),
+		subjectKey(t.Subject), clientKey(t.ClientID)}
+	var rules map[string]int64
+	var err error
+	if s.txFrom(ctx) != nil {
+		// In a transaction: its own statement, which sees the transaction's uncommitted rules.
+		rules, err = s.ruleTimes(ctx, keys[:])
+	} else {
+		rules, err = s.rules.lookup(ctx, keys[:]...)
+	}
 	if err != nil {
 		return false, fmt.Errorf("storage: check revocation rules: %w", err)
 	}
-	return revoked, nil
+	issued := micros(t.IssuedAt)
+	for _, k := range keys {
+		if before, ok := rules[k]; ok && before > issued {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// ruleTimes reads the issued_before of the rules on keys, those that exist: the query of
+// the revocation checks, one primary-key probe a key.
+func (s *Store) ruleTimes(ctx context.Context, keys []string) (map[string]int64, error) {
+	rows, err := s.conn(ctx).Raw(s.sql(`SELECT rule_key, issued_before FROM {revocation_rules} WHERE `+
+		s.inKeyList("rule_key")), keyList(keys)).Rows()
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	found := make(map[string]int64, len(keys))
+	for rows.Next() {
+		var key string
+		var before int64
+		if err := rows.Scan(&key, &before); err != nil {
+			return nil, unavailable(err)
+		}
+		found[key] = before
+	}
+	if err := rows.Err(); err != nil {
+		return nil, unavailable(err)
+	}
+	return found, nil
 }
 
 // RevokeAccessTokenID revokes the one access token with that jti, which expires at exp

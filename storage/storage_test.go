@@ -9,7 +9,10 @@ import (
 
 func TestConformance(t *testing.T) {
 	for _, b := range storagetest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) { storagetest.Run(t, b.Open) })
+		t.Run(b.Name, func(t *testing.T) {
+			storagetest.Run(t, b.Open)
+			storagetest.RunReplicas(t, b.Replicas)
+		})
 	}
 }
 

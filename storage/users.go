@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/gatehouse-id/gatehouse/publicauth"
 	"gorm.io/gorm"
@@ -33,7 +34,14 @@ func userToModel(u *publicauth.User) (*userModel, error) {
 	}, nil
 }
 
+// toUser is m as a publicauth.User sharing no memory with m, which UserByID may hand to
+// several callers.
 func (m *userModel) toUser() *publicauth.User {
+	profile := publicauth.Profile(m.Profile)
+	if profile.Address != nil {
+		a := *profile.Address
+		profile.Address = &a
+	}
 	return &publicauth.User{
 		ID:              m.ID,
 		Email:           m.Email,
@@ -43,8 +51,8 @@ func (m *userModel) toUser() *publicauth.User {
 		Role:            m.Role,
 		Status:          m.Status,
 		RequirePIN:      m.RequirePIN,
-		SocialProviders: []string(m.SocialProviders),
-		Profile:         publicauth.Profile(m.Profile),
+		SocialProviders: slices.Clone([]string(m.SocialProviders)),
+		Profile:         profile,
 		CreatedAt:       timeUTC(m.CreatedAt),
 		UpdatedAt:       timeUTC(m.UpdatedAt),
 	}
@@ -86,16 +94,39 @@ func (s *Store) CreateUser(ctx context.Context, u *publicauth.User) error {
 	return publicauth.ErrEmailTaken
 }
 
-// UserByID returns the user with that id, or publicauth.ErrUserNotFound.
+// UserByID returns the user with that id, or publicauth.ErrUserNotFound. Outside a
+// transaction, concurrent reads share one query (coalescer), each answered by a statement
+// that started after it was called; userinfo and introspection read the user on every
+// request.
 func (s *Store) UserByID(ctx context.Context, id string) (*publicauth.User, error) {
-	var m userModel
-	if err := s.conn(ctx).Take(&m, "id = ?", id).Error; err != nil {
-		if isNotFound(err) {
-			return nil, publicauth.ErrUserNotFound
-		}
+	var found map[string]*userModel
+	var err error
+	if s.txFrom(ctx) != nil {
+		found, err = s.usersByID(ctx, []string{id})
+	} else {
+		found, err = s.users.lookup(ctx, id)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("storage: get user: %w", err)
 	}
+	m, ok := found[id]
+	if !ok {
+		return nil, publicauth.ErrUserNotFound
+	}
 	return m.toUser(), nil
+}
+
+// usersByID reads the users with those ids, those that exist.
+func (s *Store) usersByID(ctx context.Context, ids []string) (map[string]*userModel, error) {
+	var ms []userModel
+	if err := s.conn(ctx).Where(s.inKeyList("id"), keyList(ids)).Find(&ms).Error; err != nil {
+		return nil, err
+	}
+	found := make(map[string]*userModel, len(ms))
+	for i := range ms {
+		found[ms[i].ID] = &ms[i]
+	}
+	return found, nil
 }
 
 // UserByEmail returns the user whose email has the same publicauth.EmailKey as email, or

@@ -36,6 +36,9 @@ type Backend struct {
 	// DSN returns the DSN of a fresh, empty, unmigrated database that is removed when t
 	// ends; tests of Migrate itself use it.
 	DSN func(t *testing.T) string
+	// Replicas returns two stores on one fresh, migrated database, as two replicas of one
+	// deployment (each with its own pool, client cache and coalescers).
+	Replicas func(t *testing.T) (a, b *storage.Store)
 }
 
 // Backends returns SQLite, and Postgres when EnvPostgresDSN is set. When EnvRequirePostgres
@@ -74,9 +77,27 @@ func newBackend(name string, dsn func(t *testing.T) string) Backend {
 		}
 		return s
 	}
+	replicas := func(t *testing.T) (*storage.Store, *storage.Store) {
+		t.Helper()
+		at := dsn(t)
+		open := func() *storage.Store {
+			s, err := storage.Open(context.Background(), at)
+			if err != nil {
+				t.Fatalf("open %s store: %v", name, err)
+			}
+			t.Cleanup(func() { _ = s.Close() })
+			return s
+		}
+		a, b := open(), open()
+		if err := a.Migrate(context.Background()); err != nil {
+			t.Fatalf("migrate %s store: %v", name, err)
+		}
+		return a, b
+	}
 	return Backend{
 		Name:     name,
 		DSN:      dsn,
+		Replicas: replicas,
 		OpenWith: openWith,
 		Open:     func(t *testing.T) *storage.Store { t.Helper(); return openWith(t) },
 	}

@@ -3,9 +3,12 @@ package storagetest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/gatehouse-id/gatehouse/publicauth"
 	"github.com/gatehouse-id/gatehouse/storage"
 )
 
@@ -43,6 +46,8 @@ func ruleCases() []storageCase {
 		{"RevocationRuleKinds", testRevocationRuleKinds},
 		{"RevocationRuleSameSecond", testRevocationRuleSameSecond},
 		{"RevocationRuleExpiry", testRevocationRuleExpiry},
+		{"RevocationUnderConcurrentChecks", testRevocationUnderConcurrentChecks},
+		{"UserChangeUnderConcurrentReads", testUserChangeUnderConcurrentReads},
 	}
 }
 
@@ -164,3 +169,150 @@ func testRevocationRuleExpiry(t *testing.T, s *storage.Store) {
 		wantRevoked(t, s, "user rule after the janitor at +"+step.at.String(), user, step.userOK)
 	}
 }
+
+// underLoad runs work without pause in 8 goroutines, half on a and half on b (i is the
+// goroutine's number), until the returned function is called, which waits for them. work
+// returns an error to stop its goroutine.
+func underLoad(t *testing.T, a, b *storage.Store, work func(s *storage.Store, i int) error) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range 8 {
+		s := []*storage.Store{a, b}[i%2]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if err := work(s, i); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	return func() { close(done); wg.Wait() }
+}
+
+// inRounds runs 40 rounds of a write on one store followed by 4 concurrent reads, two on
+// each store, that must see it; the stores swap roles each round. write returns what
+// read must find; read reports how it differs.
+func inRounds(t *testing.T, a, b *storage.Store, write func(round int, on *storage.Store) (want string),
+	read func(s *storage.Store, want string) error) {
+	for round := range 40 {
+		on, other := a, b
+		if round%2 == 1 {
+			on, other = b, a
+		}
+		want := write(round, on)
+		var reads sync.WaitGroup
+		for i := range 4 {
+			s := []*storage.Store{on, other}[i%2]
+			reads.Add(1)
+			go func() {
+				defer reads.Done()
+				if err := read(s, want); err != nil {
+					t.Errorf("round %d: a read begun after the write returned: %v", round, err)
+				}
+			}()
+		}
+		reads.Wait()
+	}
+}
+
+// revocationUnderLoad: while checks run without pause on both stores, each kind of rule
+// recorded on one store is seen by every check that begins after the recording returned,
+// on either store, though concurrent checks share queries (the store coalesces them). One
+// store may stand for both.
+func revocationUnderLoad(t *testing.T, a, b *storage.Store) {
+	ctx := context.Background()
+	defer underLoad(t, a, b, func(s *storage.Store, i int) error {
+		ref := tokenRef(fmt.Sprint("noise-", i), fmt.Sprint("noise-user-", i), "noise-client", time.Now())
+		if _, err := s.AccessTokenRevoked(ctx, ref); err != nil {
+			return fmt.Errorf("concurrent check: %w", err)
+		}
+		return nil
+	})()
+
+	revokes := []struct {
+		kind   string
+		revoke func(s *storage.Store, ref storage.AccessTokenRef) error
+	}{
+		{"jti", func(s *storage.Store, ref storage.AccessTokenRef) error {
+			return s.RevokeAccessTokenID(ctx, ref.JTI, time.Now().Add(time.Hour))
+		}},
+		{"grant", func(s *storage.Store, ref storage.AccessTokenRef) error { return s.RevokeAccessToken(ctx, ref.GrantID) }},
+		{"subject at client", func(s *storage.Store, ref storage.AccessTokenRef) error {
+			return s.RevokeTokensOf(ctx, ref.Subject, ref.ClientID)
+		}},
+		{"subject", func(s *storage.Store, ref storage.AccessTokenRef) error { return s.RevokeUserGrants(ctx, ref.Subject) }},
+	}
+	refs := map[string]storage.AccessTokenRef{}
+	inRounds(t, a, b, func(round int, on *storage.Store) string {
+		r := revokes[round%len(revokes)]
+		ref := tokenRef(fmt.Sprint("g-", round), fmt.Sprint("u-", round), "c", time.Now().Add(-time.Second))
+		wantRevoked(t, on, fmt.Sprintf("round %d (%s) before the rule", round, r.kind), ref, false)
+		mustNoErr(t, "revoke "+r.kind, r.revoke(on, ref))
+		refs[r.kind] = ref
+		return r.kind
+	}, func(s *storage.Store, kind string) error {
+		if revoked, err := s.AccessTokenRevoked(ctx, refs[kind]); err != nil || !revoked {
+			return fmt.Errorf("after the %s rule: revoked %v, %v; want revoked", kind, revoked, err)
+		}
+		return nil
+	})
+}
+
+// testRevocationUnderConcurrentChecks is revocationUnderLoad on one store.
+func testRevocationUnderConcurrentChecks(t *testing.T, s *storage.Store) {
+	revocationUnderLoad(t, s, s)
+}
+
+// testRevocationAcrossReplicas is revocationUnderLoad on two replicas: a rule recorded on
+// one is seen at once on the other.
+func testRevocationAcrossReplicas(t *testing.T, a, b *storage.Store) { revocationUnderLoad(t, a, b) }
+
+// userChangeUnderLoad: while users are read without pause on both stores, a change of a
+// user on one store is read by every UserByID that begins after it returned, on either
+// store, though concurrent reads share queries; each read gets its own user, and an unknown
+// id read in the same batch is publicauth.ErrUserNotFound.
+func userChangeUnderLoad(t *testing.T, a, b *storage.Store) {
+	ctx := context.Background()
+	users := []*publicauth.User{mustCreateUser(t, a, "one@example.com"), mustCreateUser(t, a, "two@example.com")}
+	defer underLoad(t, a, b, func(s *storage.Store, i int) error {
+		if i%4 == 3 {
+			if _, err := s.UserByID(ctx, "no-such-user"); !errors.Is(err, publicauth.ErrUserNotFound) {
+				return fmt.Errorf("unknown user: %v, want ErrUserNotFound", err)
+			}
+			return nil
+		}
+		id := users[i%2].ID
+		if u, err := s.UserByID(ctx, id); err != nil || u.ID != id {
+			return fmt.Errorf("UserByID(%s): %+v, %v", id, u, err)
+		}
+		return nil
+	})()
+
+	var changed *publicauth.User
+	inRounds(t, a, b, func(round int, on *storage.Store) string {
+		changed = users[round%2]
+		name := fmt.Sprint("name ", round)
+		_, err := on.ChangeUser(ctx, changed.ID, publicauth.UserChange{Name: &name})
+		mustNoErr(t, "ChangeUser", err)
+		return name
+	}, func(s *storage.Store, name string) error {
+		if got, err := s.UserByID(ctx, changed.ID); err != nil || got.Name != name || got.Email != changed.Email {
+			return fmt.Errorf("%+v, %v; want name %q", got, err, name)
+		}
+		return nil
+	})
+}
+
+// testUserChangeUnderConcurrentReads is userChangeUnderLoad on one store.
+func testUserChangeUnderConcurrentReads(t *testing.T, s *storage.Store) { userChangeUnderLoad(t, s, s) }
+
+// testUserChangeAcrossReplicas is userChangeUnderLoad on two replicas.
+func testUserChangeAcrossReplicas(t *testing.T, a, b *storage.Store) { userChangeUnderLoad(t, a, b) }

@@ -63,6 +63,24 @@ func Run(t *testing.T, open func(t *testing.T) *storage.Store) {
 	}
 }
 
+// RunReplicas runs the cases about several replicas of one deployment as subtests of t,
+// each on two stores on one fresh database from replicas.
+func RunReplicas(t *testing.T, replicas func(t *testing.T) (a, b *storage.Store)) {
+	t.Helper()
+	for _, c := range []struct {
+		name string
+		run  func(t *testing.T, a, b *storage.Store)
+	}{
+		{"RevocationSeenAcrossReplicas", testRevocationAcrossReplicas},
+		{"UserChangeSeenAcrossReplicas", testUserChangeAcrossReplicas},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a, b := replicas(t)
+			c.run(t, a, b)
+		})
+	}
+}
+
 // storageCase is one case of the suite: a name and a test of a fresh store.
 type storageCase struct {
 	name string
