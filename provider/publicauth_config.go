@@ -30,6 +30,11 @@ type PublicAuthConfig struct {
 	// ServiceName names the deployment in mail subjects and greetings. Default
 	// publicauth.DefaultServiceName ("Gatehouse").
 	ServiceName string
+	// MailRetryInterval is how often this provider looks for mail in the outbox due for
+	// another attempt: default publicauth.DefaultMailRetryInterval (5 seconds); negative
+	// turns this replica's mail worker off (another replica's delivers). See
+	// publicauth.Config.MailRetryInterval.
+	MailRetryInterval time.Duration
 	// MailTemplateDir, when set, holds mail templates replacing the embedded ones of the
 	// same name (e.g. magic_link.subject.tmpl, magic_link.txt.tmpl, magic_link.html.tmpl).
 	// Default "": the embedded templates only.
@@ -202,6 +207,7 @@ func (cfg Config) publicAuthConfig() publicauth.Config {
 		TrustedProxies:          pc.TrustedProxies,
 		PasswordHashConcurrency: pc.PasswordHashConcurrency,
 		PasswordHashQueue:       pc.PasswordHashQueue,
+		MailRetryInterval:       pc.MailRetryInterval,
 		Registration:            cfg.Registration,
 		Limits: publicauth.RateLimits{
 			PerIP:      pc.LoginRateLimit,
