@@ -52,8 +52,6 @@ type mailOutbox struct {
 	aead cipher.AEAD
 	// interval is how often the worker looks for due mail; negative: no worker here.
 	interval time.Duration
-	// kick wakes the worker when a mail was queued.
-	kick chan struct{}
 	// delivering serializes delivery passes within the service, so Wait can run one after
 	// any the worker is in.
 	delivering sync.Mutex
@@ -81,7 +79,7 @@ func newMailOutbox(secret []byte, interval time.Duration) (*mailOutbox, error) {
 		return nil, err
 	}
 	sends, stopSends := context.WithCancel(context.Background())
-	return &mailOutbox{aead: aead, interval: interval, kick: make(chan struct{}, 1),
+	return &mailOutbox{aead: aead, interval: interval,
 		sends: sends, stopSends: stopSends, stop: func() {}, done: make(chan struct{})}, nil
 }
 
@@ -120,7 +118,9 @@ func (o *mailOutbox) open(q QueuedMail) (Message, error) {
 var errSealed = errors.New("sealed mail cannot be opened")
 
 // queueMail writes m, of kind to the account userID, to the outbox, useless after
-// expires. Inside a transaction it is part of it; the worker is woken once it commits.
+// expires. Inside a transaction it is part of it. Once it commits, a delivery pass starts in
+// the background under the caller's context (its trace, not its cancellation), so the
+// first attempt follows at once and its span belongs to the request that asked for it.
 func (s *Service) queueMail(ctx context.Context, kind, userID string, m Message, expires time.Time) error {
 	id, err := s.newToken()
 	if err != nil {
@@ -135,12 +135,12 @@ func (s *Service) queueMail(ctx context.Context, kind, userID string, m Message,
 	if err := s.store.EnqueueMail(ctx, q); err != nil {
 		return fmt.Errorf("publicauth: queue %s mail: %w", kind, err)
 	}
-	aftercommit.Do(ctx, func(context.Context) {
-		select {
-		case s.outbox.kick <- struct{}{}:
-		default: // a wake-up is pending already
-		}
-	})
+	if s.outbox.interval >= 0 {
+		aftercommit.Do(ctx, func(ctx context.Context) {
+			ctx = context.WithoutCancel(ctx)
+			s.mailing.Go(func() { s.deliverMail(ctx) })
+		})
+	}
 	return nil
 }
 
@@ -164,17 +164,17 @@ func (s *Service) startMailDelivery() {
 			case <-ctx.Done():
 				return
 			case <-ticker.C:
-			case <-o.kick:
 			}
 		}
 	}()
 }
 
-// deliverMail claims and sends the due mails, batch after batch, until none is left.
+// deliverMail claims and sends the due mails, batch after batch, until none is left, ctx
+// is done or the service closes.
 func (s *Service) deliverMail(ctx context.Context) {
 	s.outbox.delivering.Lock()
 	defer s.outbox.delivering.Unlock()
-	for ctx.Err() == nil {
+	for ctx.Err() == nil && s.outbox.sends.Err() == nil {
 		mails, err := s.store.ClaimMail(ctx, s.now(), mailLease, mailBatch)
 		if err != nil {
 			if ctx.Err() == nil {
@@ -206,8 +206,12 @@ func (s *Service) deliverOne(ctx context.Context, q QueuedMail) {
 	} else if m, err := s.outbox.open(q); err != nil {
 		sendErr = err
 	} else {
-		sendCtx, cancel := context.WithTimeout(s.outbox.sends, mailTimeout)
+		// ctx's values (its trace), not its end: Close cancels sends through o.sends,
+		// after a grace period.
+		sendCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), mailTimeout)
+		stop := context.AfterFunc(s.outbox.sends, cancel)
 		sendErr = s.mailer.Send(sendCtx, m)
+		stop()
 		cancel()
 		if sendErr == nil {
 			if err := s.store.MailDelivered(context.WithoutCancel(ctx), q.ID); err != nil {
@@ -244,13 +248,13 @@ func mailBackoff(attempts int) time.Duration {
 }
 
 // Wait blocks until every mail accepted so far is in the outbox and, unless
-// Config.MailRetryInterval turns delivery off here, has had a delivery attempt: it writes
-// the mails still being prepared in the background and then delivers what is due. Tests
-// call it before they look for a mail; Close calls it too.
+// Config.MailRetryInterval turns delivery off here, has had a delivery attempt: it waits
+// for the mails being prepared and sent in the background and then delivers what is due.
+// Tests call it before they look for a mail.
 func (s *Service) Wait() {
 	s.mailing.Wait()
 	if s.outbox.interval >= 0 {
-		s.deliverMail(s.outbox.sends)
+		s.deliverMail(context.Background())
 	}
 }
 
@@ -261,11 +265,11 @@ func (s *Service) Wait() {
 func (s *Service) Close() {
 	o := s.outbox
 	o.closing.Do(func() {
+		grace := time.AfterFunc(mailShutdownGrace, o.stopSends)
+		defer grace.Stop()
 		s.mailing.Wait()
 		o.stop()
-		grace := time.AfterFunc(mailShutdownGrace, o.stopSends)
 		<-o.done
-		grace.Stop()
 		o.stopSends()
 	})
 }

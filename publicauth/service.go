@@ -130,8 +130,9 @@ type Service struct {
 	passwordParams argon2Params
 	// hashing bounds the argon2id work: every hash and verification runs through it.
 	hashing *hashPool
-	// mailing tracks the mails prepared in the background (mailLinkLater) until they are
-	// in the outbox; Wait and Close wait for them.
+	// mailing tracks the work on mail done in the background: mails being prepared
+	// (mailLinkLater) until they are in the outbox, and the delivery passes a queued mail
+	// starts; Wait and Close wait for them.
 	mailing sync.WaitGroup
 	// outbox seals queued mails and runs their delivery.
 	outbox *mailOutbox
