@@ -13,6 +13,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/cookiejar"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -332,12 +333,24 @@ type flowDriver struct {
 	retries  atomic.Int64
 	lostRefs atomic.Int64 // refresh answers lost and retried in the grace window
 	hc       *http.Client
+	// hcFresh sends the calls that are not idempotent, each on a connection of its own.
+	// Go's transport sends any request, req.Close or not, on an idle pooled connection
+	// and, when that connection breaks before the first byte of the answer, replays a GET
+	// on a new one by itself (net/http's shouldRetryRequest). A resume that a replica
+	// processed and was killed before answering would then come back to call as the
+	// replay's "connection refused" and be sent to the next replica, which finds the
+	// request already completed: "Sign-in request expired", a failure of the harness, not
+	// of the server. A connection never reused is never replayed.
+	hcFresh *http.Client
 }
 
 func newFlowDriver(fs *faultSetup, bases func() []string) *flowDriver {
+	noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	return &flowDriver{fs: fs, bases: bases, counts: &statusCounts{},
 		hc: &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 32},
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+			CheckRedirect: noRedirect},
+		hcFresh: &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{DisableKeepAlives: true},
+			CheckRedirect: noRedirect}}
 }
 
 // flowIP is a fresh documentation-range-like address for one flow.
@@ -356,14 +369,13 @@ func (d *flowDriver) call(op string, idempotent bool, start int, mk func(base st
 		bases := d.bases()
 		base := bases[(start+attempt)%len(bases)]
 		req := mk(base)
+		hc := d.hc
 		if !idempotent {
-			// Go's transport silently replays a GET whose answer was lost on a reused
-			// connection; when that replay is refused by the dead replica, the refusal
-			// would hide that the first send was processed. A fresh connection is never
-			// replayed, so a refusal here means the request reached no server.
-			req.Close = true
+			// A fresh connection is never replayed by the transport (see hcFresh), so a
+			// refusal here means the request reached no server.
+			hc = d.hcFresh
 		}
-		resp, err := d.hc.Do(req)
+		resp, err := hc.Do(req)
 		if req.Context().Err() != nil {
 			return nil, nil, req.Context().Err() // the run ended: not an answer of the server
 		}
@@ -695,4 +707,51 @@ func pageText(body []byte) string {
 	}
 	walk(doc)
 	return b.String()
+}
+
+// TestFlowDriverNeverReplaysACallThatIsNotIdempotent: a replica that processes a call which
+// is not idempotent and dies before answering must leave the flow with a lost answer, never
+// a second send to the next replica. The call goes out on a connection an earlier call left
+// idle, the replica handles it, stops listening and drops the connection: Go's transport
+// replays a GET sent on a reused connection, the replay is refused, and a driver that took
+// the refusal for "never reached a server" sent the call again elsewhere.
+func TestFlowDriverNeverReplaysACallThatIsNotIdempotent(t *testing.T) {
+	var dying, next atomic.Int64
+	var srv *httptest.Server
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/resume" {
+			return // the idempotent call that leaves a connection idle
+		}
+		dying.Add(1)
+		srv.Listener.Close() // the replica is gone: a new connection is refused
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			conn.Close() // processed, never answered
+		}
+	}))
+	defer srv.Close()
+	other := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { next.Add(1) }))
+	defer other.Close()
+
+	d := newFlowDriver(nil, func() []string { return []string{srv.URL, other.URL} })
+	d.retry = true
+	get := func(path string) func(string) *http.Request {
+		return func(base string) *http.Request {
+			req, _ := http.NewRequest(http.MethodGet, base+path, nil)
+			return req
+		}
+	}
+	if _, _, err := d.call("warm", true, 0, get("/warm")); err != nil {
+		t.Fatalf("idempotent call: %v", err)
+	}
+	_, _, err := d.call("resume", false, 0, get("/resume"))
+	if !errors.Is(err, errAnswerLost) {
+		t.Errorf("the call the dying replica processed ended with %v; want errAnswerLost", err)
+	}
+	if n := dying.Load(); n != 1 {
+		t.Errorf("the dying replica got the call %d times; want 1", n)
+	}
+	if n := next.Load(); n != 0 {
+		t.Errorf("the call was sent again to the next replica (%d times); want never", n)
+	}
 }

@@ -627,8 +627,10 @@ const envSoak = "GATEHOUSE_SOAK_DURATION"
 //
 // Injects: GATEHOUSE_SOAK_DURATION of mixed load from 4 concurrent clients (sign-in flows
 // crossing two replicas with refreshes, introspection and revocation), with lifetimes
-// shortened to a tenth of the run (10s to 5m) and the janitor at half that, so rows expire
-// and are deleted many times over.
+// shortened to a tenth of the run (10s to 5m), the audit trail's retention too
+// (--security-event-retention: every flow appends security events, kept a year by
+// default, which no soak shorter than that would see level off), and the janitor at half
+// that, so rows expire and are deleted many times over.
 // Measures: every 30s (a sixth of the run when shorter) each replica's live heap (after a GC; the least of three readings) and
 // goroutines, the database connections open through a proxy the test owns, the rows of
 // every table, and the rows the janitor left more than two sweeps past their expiry.
@@ -661,7 +663,8 @@ func TestFaultSoak(t *testing.T) {
 	issuer := "http://" + freeAddr(t)
 	flags := []string{"--login-rate-limit", "off", "--lockout", "off", "--janitor-interval", janitor.String(),
 		"--auth-code-ttl", ttl.String(), "--access-token-ttl", ttl.String(), "--id-token-ttl", ttl.String(),
-		"--refresh-token-ttl", ttl.String(), "--public-session-ttl", ttl.String(), "--login-request-ttl", ttl.String()}
+		"--refresh-token-ttl", ttl.String(), "--public-session-ttl", ttl.String(), "--login-request-ttl", ttl.String(),
+		"--security-event-retention", ttl.String()}
 	reps := []*replica{
 		newReplica(t, fs.gh.bin, "replica A", issuer, viaProxy(t, dsn, proxy), flags...),
 		newReplica(t, fs.gh.bin, "replica B", issuer, viaProxy(t, dsn, proxy), flags...),
@@ -714,6 +717,12 @@ func TestFaultSoak(t *testing.T) {
 			}
 			s.overdue += n
 		}
+		// Security events have no expiry of their own: the retention is theirs.
+		var n int64
+		if err := db.Raw(`SELECT count(*) FROM security_events WHERE at < ?`, cutoff.Add(-ttl)).Scan(&n).Error; err != nil {
+			t.Fatal(err)
+		}
+		s.overdue += n
 		return s
 	}
 
