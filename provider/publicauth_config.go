@@ -118,6 +118,7 @@ func (c PublicAuthConfig) withDefaults(auth publicauth.Config, issuer string) (P
 	c.ServiceName = auth.ServiceName
 	c.MagicLinkLifespan, c.PINLifespan = auth.MagicLinkLifespan, auth.PINLifespan
 	c.VerificationLifespan, c.PasswordResetLifespan = auth.VerificationLifespan, auth.PasswordResetLifespan
+	c.MailRetryInterval = auth.MailRetryInterval
 	c.LoginRateLimit, c.AccountMailLimit, c.LockoutLimit = auth.Limits.PerIP, auth.Limits.PerAccount, auth.Limits.Lockout
 
 	var errs []error
