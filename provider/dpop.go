@@ -229,7 +229,7 @@ func (p *Provider) refusal(r *http.Request, err error) tokenRefusal {
 		return p.challenge("", http.StatusUnauthorized, "", "An access token is required.", "")
 	case errors.Is(err, ErrUnavailable):
 		return tokenRefusal{status: http.StatusServiceUnavailable, code: "temporarily_unavailable",
-			description: "The database is unreachable; try again shortly.", header: http.Header{"Retry-After": {"5"}}}
+			description: "The database is unavailable; try again shortly.", header: http.Header{"Retry-After": {"5"}}}
 	case errors.Is(err, dpop.ErrUseNonce):
 		return p.challenge(bearer.SchemeDPoP, http.StatusUnauthorized, dpop.CodeUseNonce, "Resource server requires nonce in DPoP proof.", "")
 	case errors.Is(err, dpop.ErrInvalidProof):

@@ -66,6 +66,11 @@ type PublicAuthConfig struct {
 	// rate-limit counters in Redis so every replica shares them. Default empty: counters
 	// live in this process's memory, which is right for a single node.
 	RedisURL string
+	// RedisCoolDown is how long, after a failure of Redis, the rate limits fail open at once
+	// without trying Redis (its circuit breaker is open), before one request probes it
+	// again; see ratelimit.WithCoolDown. So an outage of Redis does not add a timeout to
+	// every request. Default (zero or less) ratelimit.DefaultCoolDown, 5s.
+	RedisCoolDown time.Duration
 	// TrustedProxies are the addresses (CIDRs or single IPs) of reverse proxies whose
 	// X-Forwarded-For header names the client. Default none: the client is the peer of the
 	// TCP connection, and the header is ignored.
@@ -126,6 +131,9 @@ func (c PublicAuthConfig) withDefaults(auth publicauth.Config, issuer string) (P
 	if c.TokenErrorLimit, err = c.TokenErrorLimit.WithDefault(RateLimit{Limit: DefaultTokenErrorLimit, Window: DefaultTokenErrorWindow}); err != nil {
 		errs = append(errs, fmt.Errorf("TokenErrorLimit.%w", err))
 	}
+	if c.RedisCoolDown <= 0 {
+		c.RedisCoolDown = ratelimit.DefaultCoolDown
+	}
 	if c.MailFrom == "" && c.SMTPURL == "" {
 		host := "localhost"
 		if u, err := url.Parse(issuer); err == nil && u.Hostname() != "" {
@@ -151,7 +159,7 @@ func newLimiter(pc PublicAuthConfig, o options) (limiter publicauth.Limiter, clo
 	if pc.RedisURL == "" {
 		return ratelimit.NewMemory(ratelimit.WithClock(o.now)), func() error { return nil }, nil
 	}
-	redis, err := ratelimit.NewRedis(pc.RedisURL)
+	redis, err := ratelimit.NewRedis(pc.RedisURL, ratelimit.WithCoolDown(pc.RedisCoolDown), ratelimit.WithLogger(o.logger))
 	if err != nil {
 		return nil, nil, fmt.Errorf("provider: rate limits: %w", err)
 	}

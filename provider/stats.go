@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-id/gatehouse/publicauth"
+	"github.com/gatehouse-id/gatehouse/ratelimit"
 )
 
 // Stats is a snapshot of the provider's operational state, for metrics (the server exports
@@ -34,6 +35,9 @@ type Stats struct {
 	MailQueued, MailDue, MailGivenUp int64
 	// Pool is the database connection pool's statistics (open, in use, idle, waits).
 	Pool sql.DBStats
+	// RedisBreaker is the circuit breaker of the rate limits' Redis (PublicAuthConfig.RedisURL);
+	// nil when the counters live in memory.
+	RedisBreaker *RedisBreakerStats
 	// ActiveKeyCreated is when the key each algorithm signs with now was created, by
 	// algorithm ("RS256", "ES256", "EdDSA").
 	ActiveKeyCreated map[string]time.Time
@@ -43,8 +47,17 @@ type Stats struct {
 // metrics scrape never hangs on a stuck database.
 const statsQueryTimeout = 2 * time.Second
 
-// Stats returns a snapshot of the provider's counters, connection pool, mail outbox and
-// signing keys.
+// RedisBreakerStats is the state of the circuit breaker of the rate limits' Redis.
+type RedisBreakerStats struct {
+	// State is "closed" (calls reach Redis), "open" (they fail open at once, for
+	// PublicAuthConfig.RedisCoolDown) or "probing" (one call is trying Redis).
+	State string
+	// Opened counts the times it opened since New.
+	Opened uint64
+}
+
+// Stats returns a snapshot of the provider's counters, connection pool, mail outbox, Redis
+// circuit breaker and signing keys.
 func (p *Provider) Stats() Stats {
 	s := p.stats.snapshot()
 	s.Pool, _ = p.store.PoolStats() // a pool that cannot be read reports zeros
@@ -54,6 +67,12 @@ func (p *Provider) Stats() Stats {
 		s.MailQueued, s.MailDue, s.MailGivenUp = q.Queued, q.Due, q.GivenUp
 	} else {
 		s.MailQueued, s.MailDue, s.MailGivenUp = -1, -1, -1
+	}
+	if cl, ok := p.limiter.(countingLimiter); ok {
+		if r, ok := cl.Limiter.(*ratelimit.Redis); ok {
+			state, opened := r.Breaker()
+			s.RedisBreaker = &RedisBreakerStats{State: state.String(), Opened: opened}
+		}
 	}
 	s.ActiveKeyCreated = map[string]time.Time{}
 	for _, alg := range supportedAlgs {

@@ -27,7 +27,7 @@ func (p *Provider) failedRequestsLimited(next http.HandlerFunc) http.HandlerFunc
 		key := "oauth-failures:" + publicauth.LimitKeyForIP(publicauth.ClientIP(r, p.cfg.PublicAuth.TrustedProxies))
 		exceeded, retryAfter, err := p.limiter.Exceeded(ctx, key, rate.Limit, rate.Window)
 		if err != nil {
-			p.log.ErrorContext(ctx, "rate limiter failed; request let through", "error", err)
+			p.log.Log(ctx, publicauth.LimiterLogLevel(err), "rate limiter failed; request let through", "error", err)
 		}
 		if exceeded {
 			seconds, _ := publicauth.RetryAfterSeconds(&publicauth.RateLimitError{RetryAfter: retryAfter})
@@ -42,7 +42,7 @@ func (p *Provider) failedRequestsLimited(next http.HandlerFunc) http.HandlerFunc
 		next(rec, r)
 		if rec.status == http.StatusUnauthorized {
 			if _, _, err := p.limiter.Hit(ctx, key, rate.Limit, rate.Window); err != nil {
-				p.log.ErrorContext(ctx, "rate limiter failed; failure not counted", "error", err)
+				p.log.Log(ctx, publicauth.LimiterLogLevel(err), "rate limiter failed; failure not counted", "error", err)
 			}
 		}
 	}

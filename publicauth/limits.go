@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -28,6 +30,18 @@ type Limiter interface {
 	Exceeded(ctx context.Context, key string, limit int, window time.Duration) (exceeded bool, retryAfter time.Duration, err error)
 	// Reset forgets every attempt recorded under key.
 	Reset(ctx context.Context, key string) error
+}
+
+// LimiterLogLevel is the level to log a Limiter's error at: ERROR, or DEBUG when the
+// limiter failed fast without trying, which its error says with a method FailingFast() bool
+// reporting true (ratelimit.Redis while its circuit breaker is open). The limiter logged
+// that failure once when it began: an outage of Redis is then one line, not one a request.
+func LimiterLogLevel(err error) slog.Level {
+	var ff interface{ FailingFast() bool }
+	if errors.As(err, &ff) && ff.FailingFast() {
+		return slog.LevelDebug
+	}
+	return slog.LevelError
 }
 
 // Rate is a number of attempts allowed per window. The zero Rate takes the default of the
@@ -65,7 +79,8 @@ const (
 // (Config.Limits.PerIP) under the key "ip:<endpoint>:<LimitKeyForIP(client IP)>", the client
 // IP taken from the connection or, behind a trusted proxy, its forwarding header. Over the
 // limit it returns a *RateLimitError (429). A failing Limiter lets the request through
-// (fail open) and logs at ERROR: an outage of Redis must not lock everyone out.
+// (fail open) and logs at ERROR (see LimiterLogLevel): an outage of Redis must not lock
+// everyone out.
 func (s *Service) CheckRate(r *http.Request, endpoint string) error {
 	if s.limits.PerIP.Limit < 0 {
 		return nil
@@ -79,7 +94,7 @@ func (s *Service) CheckRate(r *http.Request, endpoint string) error {
 func (s *Service) hit(ctx context.Context, key string, rate Rate) error {
 	ok, retryAfter, err := s.limiter.Hit(ctx, key, rate.Limit, rate.Window)
 	if err != nil {
-		s.logger.ErrorContext(ctx, "publicauth: rate limiter failed, allowing the attempt", "key", key, "error", err)
+		s.logger.Log(ctx, LimiterLogLevel(err), "publicauth: rate limiter failed, allowing the attempt", "key", key, "error", err)
 		return nil
 	}
 	if !ok {
@@ -113,7 +128,7 @@ func (s *Service) reserveLoginAttempt(ctx context.Context, email string) error {
 	}
 	ok, retryAfter, err := s.limiter.Hit(ctx, lockoutKey(email), s.limits.Lockout.Limit, s.limits.Lockout.Window)
 	if err != nil {
-		s.logger.ErrorContext(ctx, "publicauth: rate limiter failed, allowing the login", "error", err)
+		s.logger.Log(ctx, LimiterLogLevel(err), "publicauth: rate limiter failed, allowing the login", "error", err)
 		return nil
 	}
 	if !ok {
@@ -128,7 +143,7 @@ func (s *Service) clearFailedLogins(ctx context.Context, email string) {
 		return
 	}
 	if err := s.limiter.Reset(ctx, lockoutKey(email)); err != nil {
-		s.logger.ErrorContext(ctx, "publicauth: rate limiter failed to clear failed logins", "error", err)
+		s.logger.Log(ctx, LimiterLogLevel(err), "publicauth: rate limiter failed to clear failed logins", "error", err)
 	}
 }
 

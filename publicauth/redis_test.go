@@ -2,10 +2,15 @@ package publicauth_test
 
 import (
 	"crypto/rand"
+	"log/slog"
 	"net/http"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/gatehouse-id/gatehouse/internal/cutproxy"
+	"github.com/gatehouse-id/gatehouse/internal/testlog"
 	"github.com/gatehouse-id/gatehouse/publicauth"
 	"github.com/gatehouse-id/gatehouse/ratelimit"
 	"github.com/gatehouse-id/gatehouse/storage/storagetest"
@@ -45,5 +50,38 @@ func TestRedisSharedLockout(t *testing.T) {
 		if res.status != http.StatusTooManyRequests || res.header.Get("Retry-After") == "" {
 			t.Errorf("%s: status %d, Retry-After %q; want 429 with Retry-After", name, res.status, res.header.Get("Retry-After"))
 		}
+	}
+}
+
+// While Redis is down, logins fail open and the service logs the limiter's failure at
+// ERROR once, when the limiter's circuit breaker opens; the calls the open breaker fails
+// fast are logged at DEBUG, not a line per request at ERROR.
+func TestRedisOutageLoggedOnce(t *testing.T) {
+	u, err := url.Parse(testRedisURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := cutproxy.Start(t, u.Host)
+	u.Host = proxy.Addr()
+	r, err := ratelimit.NewRedis(u.String(), ratelimit.WithPrefix("gatehouse-test:"+rand.Text()+":"), ratelimit.WithCoolDown(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
+	var logs testlog.Buffer
+	e := newEnv(t, storagetest.Backends(t)[0], publicauth.Config{}, publicauth.WithLimiter(r),
+		publicauth.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelError}))))
+	const email = "outage@example.com"
+	verified(t, e, email, "correct horse battery")
+
+	proxy.SetDown(true)
+	for i := range 5 {
+		res := e.postJSON(t, "/api/public/login", map[string]string{"email": email, "password": "correct horse battery"})
+		if res.status != http.StatusOK {
+			t.Fatalf("login %d with Redis down: %d, want 200 (the limits fail open)", i+1, res.status)
+		}
+	}
+	if n := strings.Count(logs.String(), "rate limiter failed"); n != 1 {
+		t.Errorf("%d ERROR lines of the limiter failing over 5 logins, want 1 (then the breaker fails fast):\n%s", n, logs.String())
 	}
 }

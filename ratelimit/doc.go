@@ -6,4 +6,8 @@
 // A window starts at the first attempt under a key after the previous window ended and
 // lasts the window given to that attempt; when an attempt is refused, the time to wait is
 // rounded up to whole seconds, at least one, because it becomes an HTTP Retry-After header.
+//
+// A Redis limiter has a circuit breaker (breaker.go): after Redis fails, calls fail at once
+// with ErrBreakerOpen for a cool-down instead of each waiting for a timeout, then one call
+// probes Redis. What a failed call means — admit or refuse — stays the caller's choice.
 package ratelimit

@@ -2,6 +2,8 @@ package ratelimit
 
 import (
 	"errors"
+	"io"
+	"log/slog"
 	"time"
 )
 
@@ -15,6 +17,9 @@ const (
 	DefaultPrefix = "gatehouse:ratelimit:"
 	// DefaultTimeout bounds each call a Redis limiter makes (see WithTimeout).
 	DefaultTimeout = 500 * time.Millisecond
+	// DefaultCoolDown is how long a Redis limiter fails fast after Redis failed, before it
+	// lets one call probe Redis again (see WithCoolDown).
+	DefaultCoolDown = 5 * time.Second
 )
 
 // ErrInvalidWindow is returned by Hit and Exceeded for a window that is not positive.
@@ -25,22 +30,26 @@ var ErrInvalidWindow = errors.New("ratelimit: the window must be positive")
 type Option func(*config)
 
 type config struct {
-	clock   func() time.Time
-	maxKeys int
-	prefix  string
-	timeout time.Duration
+	clock    func() time.Time
+	maxKeys  int
+	prefix   string
+	timeout  time.Duration
+	coolDown time.Duration
+	logger   *slog.Logger
 }
 
 func newConfig(opts []Option) config {
-	c := config{clock: time.Now, maxKeys: DefaultMaxKeys, prefix: DefaultPrefix, timeout: DefaultTimeout}
+	c := config{clock: time.Now, maxKeys: DefaultMaxKeys, prefix: DefaultPrefix, timeout: DefaultTimeout,
+		coolDown: DefaultCoolDown, logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	for _, opt := range opts {
 		opt(&c)
 	}
 	return c
 }
 
-// WithClock makes a Memory read the time from clock. A nil clock means time.Now. Redis
-// ignores it: its windows run on the Redis server's clock.
+// WithClock makes a Memory read the time from clock, and a Redis limiter's circuit breaker
+// time its cool-down by it (a Redis limiter's windows run on the Redis server's clock). A
+// nil clock means time.Now.
 func WithClock(clock func() time.Time) Option {
 	return func(c *config) {
 		if clock != nil {
@@ -82,6 +91,29 @@ func WithTimeout(d time.Duration) Option {
 	return func(c *config) {
 		if d > 0 {
 			c.timeout = d
+		}
+	}
+}
+
+// WithCoolDown sets how long a Redis limiter fails fast, with ErrBreakerOpen and without
+// contacting Redis, after a call failed for a fault of Redis or the network (refused,
+// reset, timed out); then one call probes Redis, and its answer closes the breaker or opens
+// it for another cool-down. So an outage of Redis costs a request one timeout at most once
+// per cool-down instead of on every request. d <= 0 means DefaultCoolDown. Memory ignores it.
+func WithCoolDown(d time.Duration) Option {
+	return func(c *config) {
+		if d > 0 {
+			c.coolDown = d
+		}
+	}
+}
+
+// WithLogger sets where a Redis limiter logs its circuit breaker opening (at ERROR) and
+// closing (at WARN), once each, not per call. A nil logger means no log. Memory ignores it.
+func WithLogger(logger *slog.Logger) Option {
+	return func(c *config) {
+		if logger != nil {
+			c.logger = logger
 		}
 	}
 }

@@ -48,20 +48,28 @@ return {count, ttl}
 // Redis is a Limiter that keeps its counts in a Redis server, so that every replica using the
 // same server and prefix shares them. Each operation is one atomic round trip, bounded by the
 // timeout (WithTimeout). Errors of the server or the network are returned wrapped, with ok
-// and exceeded false; whether to admit or refuse the request then is the caller's choice. It
-// is safe for concurrent use.
+// and exceeded false; whether to admit or refuse the request then is the caller's choice.
+// After such a failure a circuit breaker makes every call fail at once with ErrBreakerOpen
+// for a cool-down (WithCoolDown), then probes Redis with one call. It is safe for concurrent
+// use.
 type Redis struct {
 	client  *redis.Client
 	owned   bool // Close closes client
 	prefix  string
 	timeout time.Duration
+	breaker *breaker
 }
 
 // NewRedis returns a Redis limiter on the server at rawURL:
 // redis://[user:password@]host[:port][/db], rediss://… for TLS, or unix:///path/to/socket
 // (query options as github.com/redis/go-redis/v9 ParseURL reads them). It does not connect:
-// the first call does; use Ping to check the server at start-up. It takes WithPrefix and
-// WithTimeout; Close releases its connections.
+// the first call does; use Ping to check the server at start-up. Unless the URL sets them
+// (dial_timeout, read_timeout, write_timeout, max_retries), connecting,
+// reading and writing are each bounded by the timeout (WithTimeout), a failed dial is not
+// retried, and a failed command is retried once, on a fresh connection (a restarted Redis
+// leaves the pool's connections dead). It takes
+// WithPrefix, WithTimeout, WithCoolDown, WithClock and WithLogger; Close releases its
+// connections.
 func NewRedis(rawURL string, opts ...Option) (*Redis, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -75,6 +83,21 @@ func NewRedis(rawURL string, opts ...Option) (*Redis, error) {
 	// Deadlines of the context must reach the socket reads, or a stalled server would hold
 	// a call past its timeout.
 	options.ContextTimeoutEnabled = true
+	timeout := newConfig(opts).timeout
+	q := u.Query()
+	for key, set := range map[string]func(){
+		"dial_timeout":  func() { options.DialTimeout = timeout },
+		"read_timeout":  func() { options.ReadTimeout = timeout },
+		"write_timeout": func() { options.WriteTimeout = timeout },
+		"max_retries":   func() { options.MaxRetries = 1 },
+	} {
+		if !q.Has(key) {
+			set()
+		}
+	}
+	// go-redis tries a failing dial 5 times, 100ms apart: a down Redis would cost each probe
+	// half a second. (The URL has no option for it.)
+	options.DialerRetries = 1
 	r := NewRedisFromClient(redis.NewClient(options), opts...)
 	r.owned = true
 	return r, nil
@@ -82,10 +105,37 @@ func NewRedis(rawURL string, opts ...Option) (*Redis, error) {
 
 // NewRedisFromClient returns a Redis limiter over an existing client, which stays the
 // caller's: Close leaves it open. The client should have ContextTimeoutEnabled, so that the
-// timeout (WithTimeout) bounds its socket reads too. It takes WithPrefix and WithTimeout.
+// timeout (WithTimeout) bounds its socket reads too. It takes the options NewRedis takes.
 func NewRedisFromClient(client *redis.Client, opts ...Option) *Redis {
 	c := newConfig(opts)
-	return &Redis{client: client, prefix: c.prefix, timeout: c.timeout}
+	return &Redis{client: client, prefix: c.prefix, timeout: c.timeout,
+		breaker: &breaker{coolDown: c.coolDown, now: c.clock, log: c.logger}}
+}
+
+// Breaker returns the state of the circuit breaker and how many times it opened, for
+// metrics.
+func (r *Redis) Breaker() (state BreakerState, opened uint64) {
+	return r.breaker.snapshot()
+}
+
+// do runs call under the timeout and the circuit breaker: not at all while it is open.
+func (r *Redis) do(ctx context.Context, call func(ctx context.Context) error) error {
+	if err := r.breaker.allow(); err != nil {
+		return err
+	}
+	callCtx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	err := call(callCtx)
+	var reply redis.Error
+	switch {
+	case err == nil, errors.As(err, &reply): // an error reply is Redis answering
+		r.breaker.done(answered, err)
+	case ctx.Err() != nil:
+		r.breaker.done(abandoned, err)
+	default:
+		r.breaker.done(failed, err)
+	}
+	return err
 }
 
 // Hit records one attempt under key and reports whether key's current window, this attempt
@@ -117,15 +167,14 @@ func (r *Redis) Exceeded(ctx context.Context, key string, limit int, window time
 
 // Reset forgets every attempt recorded under key.
 func (r *Redis) Reset(ctx context.Context, key string) error {
-	ctx, cancel := context.WithTimeout(ctx, r.timeout)
-	defer cancel()
-	if err := r.client.Del(ctx, r.prefix+key).Err(); err != nil {
+	if err := r.do(ctx, func(ctx context.Context) error { return r.client.Del(ctx, r.prefix+key).Err() }); err != nil {
 		return fmt.Errorf("ratelimit: Redis reset: %w", err)
 	}
 	return nil
 }
 
-// Ping checks that the server answers within the timeout.
+// Ping checks that the server answers within the timeout, whatever the circuit breaker's
+// state, which it leaves alone.
 func (r *Redis) Ping(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
@@ -155,9 +204,11 @@ func (r *Redis) run(ctx context.Context, script *redis.Script, what, key string,
 		return 0, 0, ErrInvalidWindow
 	}
 	windowMS := int64((window + time.Millisecond - 1) / time.Millisecond)
-	ctx, cancel := context.WithTimeout(ctx, r.timeout)
-	defer cancel()
-	values, err := script.Run(ctx, r.client, []string{r.prefix + key}, windowMS).Int64Slice()
+	var values []int64
+	err := r.do(ctx, func(ctx context.Context) (err error) {
+		values, err = script.Run(ctx, r.client, []string{r.prefix + key}, windowMS).Int64Slice()
+		return err
+	})
 	if err != nil {
 		return 0, 0, fmt.Errorf("ratelimit: Redis %s: %w", what, err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gatehouse-id/gatehouse/provider"
 	"github.com/gatehouse-id/gatehouse/publicauth"
+	"github.com/gatehouse-id/gatehouse/ratelimit"
 )
 
 // addRegistrationFlag registers --registration: open or closed. The third mode, hook,
@@ -58,6 +59,9 @@ func addPublicAuthFlags(c *command, cfg *provider.PublicAuthConfig) {
 	c.stringVar(&cfg.RedisURL, "redis-url", "URL", "GATEHOUSE_REDIS_URL", "",
 		"redis://[user:pass@]host:6379/0 keeps rate limits in Redis, shared by every replica;\n"+
 			"      empty: in this process's memory")
+	c.durationVar(&cfg.RedisCoolDown, "redis-cool-down", "GATEHOUSE_REDIS_COOL_DOWN", ratelimit.DefaultCoolDown,
+		"after a failure of Redis, how long rate limits fail open at once without trying Redis,\n"+
+			"      before one request probes it again")
 	c.add("trusted-proxies", "CIDRS", "GATEHOUSE_TRUSTED_PROXIES", "",
 		"reverse proxies (CIDRs or IPs, comma-separated) whose X-Forwarded-For names the client;\n"+
 			"      empty: the connection's peer is the client",

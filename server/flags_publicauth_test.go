@@ -22,6 +22,7 @@ func TestPublicAuthFlags(t *testing.T) {
 		AccountMailLimit:      provider.RateLimit{Limit: 5, Window: 15 * time.Minute},
 		LockoutLimit:          provider.RateLimit{Limit: 10, Window: 15 * time.Minute},
 		TokenErrorLimit:       provider.RateLimit{Limit: 100, Window: time.Minute},
+		RedisCoolDown:         5 * time.Second,
 	}
 	with := func(change func(c *provider.PublicAuthConfig)) provider.PublicAuthConfig {
 		c := defaults
@@ -44,7 +45,7 @@ func TestPublicAuthFlags(t *testing.T) {
 				"--account-mail-limit", "3/1h", "--lockout", "off", "--magic-link-ttl", "5m", "--pin-ttl", "2m",
 				"--verification-ttl", "48h", "--password-reset-ttl", "30m",
 				"--magic-link-origins", "https://app.example.com,https://admin.example.com",
-				"--token-error-limit", "30/10m",
+				"--token-error-limit", "30/10m", "--redis-cool-down", "30s",
 			},
 			want: with(func(c *provider.PublicAuthConfig) {
 				c.SMTPURL, c.MailFrom, c.ServiceName = "smtp://mail.example.com:587", "Acme <no-reply@acme.example>", "Acme"
@@ -57,6 +58,7 @@ func TestPublicAuthFlags(t *testing.T) {
 				c.VerificationLifespan, c.PasswordResetLifespan = 48*time.Hour, 30*time.Minute
 				c.MagicLinkAllowedOrigins = []string{"https://app.example.com", "https://admin.example.com"}
 				c.TokenErrorLimit = provider.RateLimit{Limit: 30, Window: 10 * time.Minute}
+				c.RedisCoolDown = 30 * time.Second
 			}),
 		},
 		{

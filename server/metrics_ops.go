@@ -78,6 +78,16 @@ func (m *metrics) writeOps(w io.Writer) {
 	for _, l := range slices.Sorted(maps.Keys(stats.RateLimitRefusals)) {
 		fmt.Fprintf(w, "gatehouse_rate_limit_refusals_total{limit=%s} %d\n", label(l), stats.RateLimitRefusals[l])
 	}
+	if b := stats.RedisBreaker; b != nil {
+		open := 0
+		if b.State != "closed" {
+			open = 1
+		}
+		header(w, "gatehouse_rate_limit_breaker_open", "gauge", "1 while the circuit breaker of the rate limits' Redis is open (limits fail open without trying Redis) or probing, else 0.")
+		fmt.Fprintf(w, "gatehouse_rate_limit_breaker_open %d\n", open)
+		header(w, "gatehouse_rate_limit_breaker_opened_total", "counter", "Times the circuit breaker of the rate limits' Redis opened after a failure of Redis.")
+		fmt.Fprintf(w, "gatehouse_rate_limit_breaker_opened_total %d\n", b.Opened)
+	}
 	header(w, "gatehouse_mail_failures_total", "counter", "Mail delivery attempts the mailer failed (each is retried from the outbox).")
 	fmt.Fprintf(w, "gatehouse_mail_failures_total %d\n", stats.MailFailures)
 	header(w, "gatehouse_mail_queue_depth", "gauge", "Mails in the outbox still to deliver, all replicas' (-1: the database did not answer).")

@@ -30,8 +30,10 @@
 // errors into the sentinels its caller's contract names: fosite's (fosite.ErrNotFound,
 // fosite.ErrInvalidatedAuthorizeCode, fosite.ErrInactiveToken, fosite.ErrJTIKnown) for the
 // fosite adapter, publicauth's (ErrUserNotFound, ErrEmailTaken, ErrSessionNotFound) for the
-// publicauth stores, and ErrNotFound / ErrConflict for the records. Any other error is a
-// wrapped database error.
+// publicauth stores, and ErrNotFound / ErrConflict for the records. A database that cannot
+// serve a statement for now — unreachable, or refusing writes as read-only or full — is
+// marked ErrUnavailable (ErrReadOnly, ErrDiskFull), which callers answer with 503. Any other
+// error is a wrapped database error.
 //
 // Access tokens are stateless JWTs: the fosite adapter stores no row for one
 // (CreateAccessTokenSession writes nothing, GetAccessTokenSession finds nothing). Revoking

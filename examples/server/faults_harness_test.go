@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glebarez/sqlite"
 	"golang.org/x/net/html"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
@@ -707,6 +708,161 @@ func pageText(body []byte) string {
 	}
 	walk(doc)
 	return b.String()
+}
+
+// refusedWrite is one kind of write a case expects the database to refuse.
+type refusedWrite struct {
+	name string
+	// send makes one attempt and says whether the write succeeded.
+	send func(t *testing.T) (resp *http.Response, body []byte, succeeded bool)
+	// refusedOK says whether a failed attempt was refused in the spec's shape.
+	refusedOK func(resp *http.Response, body []byte) bool
+}
+
+// refusedWrites sends each kind of write to base and checks that the database's refusal
+// reaches the client in the shape of its surface, as a retryable 503 with Retry-After:
+// {error, message} for a password login at /api/public and an admin login at /api/admin;
+// temporarily_unavailable for a refresh at /api/oauth/token and, as a redirect to the client
+// (RFC 6749 §4.1.2.1), for a new authorization; an error page for a login through the
+// hosted page. With fill, each write is repeated while it succeeds (at most 300 times), so
+// that a database with a little room left fills up; without, its first attempt must be
+// refused. It keeps g's refresh token current and returns one line per write for the
+// summary.
+func refusedWrites(t *testing.T, base string, fs *faultSetup, g *grant, adminEmail string, fill bool) []string {
+	t.Helper()
+	hc := &http.Client{Timeout: 20 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	do := func(t *testing.T, req *http.Request) (*http.Response, []byte) {
+		t.Helper()
+		req.Header.Set("X-Forwarded-For", flowIP())
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		return resp, body
+	}
+	jsonLogin := func(path, email string) func(t *testing.T) (*http.Response, []byte, bool) {
+		return func(t *testing.T) (*http.Response, []byte, bool) {
+			body, _ := json.Marshal(map[string]string{"email": email, "password": testPassword})
+			req, _ := http.NewRequest(http.MethodPost, base+path, bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			resp, out := do(t, req)
+			return resp, out, resp.StatusCode == http.StatusOK
+		}
+	}
+	retryable := func(resp *http.Response) bool {
+		return resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") != ""
+	}
+	apiShape := func(resp *http.Response, body []byte) bool {
+		var e struct{ Error, Message string }
+		return retryable(resp) && json.Unmarshal(body, &e) == nil && e.Error != "" && e.Message != ""
+	}
+	writes := []refusedWrite{
+		{"password login (POST /api/public/login)", jsonLogin("/api/public/login", fs.email), apiShape},
+		{"admin login (POST /api/admin/login)", jsonLogin("/api/admin/login", adminEmail), apiShape},
+		{"refresh (POST /api/oauth/token)", func(t *testing.T) (*http.Response, []byte, bool) {
+			d := &flowDriver{fs: fs}
+			resp, body := do(t, d.clientPost(context.Background(), base, "/api/oauth/token",
+				url.Values{"grant_type": {"refresh_token"}, "refresh_token": {g.refresh}}))
+			var tok struct {
+				AccessToken  string `json:"access_token"`
+				RefreshToken string `json:"refresh_token"`
+			}
+			if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &tok) != nil || tok.RefreshToken == "" {
+				return resp, body, false
+			}
+			g.access, g.refresh = tok.AccessToken, tok.RefreshToken
+			return resp, body, true
+		}, func(resp *http.Response, body []byte) bool {
+			var e struct{ Error string }
+			return retryable(resp) && json.Unmarshal(body, &e) == nil && e.Error == "temporarily_unavailable"
+		}},
+		{"new authorization (GET /api/oauth/authorize)", func(t *testing.T) (*http.Response, []byte, bool) {
+			q := url.Values{"response_type": {"code"}, "client_id": {fs.rp.ClientID}, "redirect_uri": {fs.redirect},
+				"scope": {testScopes}, "state": {rand.Text()}, "nonce": {rand.Text()},
+				"code_challenge": {base64.RawURLEncoding.EncodeToString(make([]byte, 32))}, "code_challenge_method": {"S256"}}
+			req, _ := http.NewRequest(http.MethodGet, base+"/api/oauth/authorize?"+q.Encode(), nil)
+			resp, body := do(t, req)
+			loc, _ := resp.Location()
+			return resp, body, loc != nil && loc.Query().Get("request") != ""
+		}, func(resp *http.Response, body []byte) bool {
+			loc, _ := resp.Location()
+			return retryable(resp) || loc != nil && strings.HasPrefix(loc.String(), fs.redirect) &&
+				loc.Query().Get("error") == "temporarily_unavailable"
+		}},
+		{"login on the hosted page (POST /login)", func(t *testing.T) (*http.Response, []byte, bool) {
+			jar, _ := cookiejar.New(nil)
+			page := &http.Client{Jar: jar, Timeout: 20 * time.Second, CheckRedirect: hc.CheckRedirect}
+			req, _ := http.NewRequest(http.MethodGet, base+"/login", nil)
+			resp, err := page.Do(req)
+			if err != nil {
+				t.Fatalf("GET /login: %v", err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("GET /login: %d %.300s", resp.StatusCode, pageText(body))
+			}
+			resp, body = parseForm(t, resp.Request.URL, body, "/login").submit(t, page, url.Values{"email": {fs.email}, "password": {testPassword}})
+			return resp, body, resp.StatusCode == http.StatusSeeOther
+		}, func(resp *http.Response, body []byte) bool {
+			return retryable(resp) && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") &&
+				strings.Contains(pageText(body), "Temporarily unavailable")
+		}},
+	}
+	var lines []string
+	for _, w := range writes {
+		var resp *http.Response
+		var body []byte
+		succeeded, ok := 0, true
+		for range 300 {
+			resp, body, ok = w.send(t)
+			if !ok {
+				break
+			}
+			succeeded++
+			if !fill {
+				break
+			}
+		}
+		switch {
+		case ok:
+			t.Errorf("%s: %d attempts succeeded, want the database to refuse it", w.name, succeeded)
+		case !w.refusedOK(resp, body):
+			t.Errorf("%s: %d Retry-After %q %.300s; want a 503 with Retry-After in the spec's shape",
+				w.name, resp.StatusCode, resp.Header.Get("Retry-After"), pageText(body))
+		}
+		loc, _ := resp.Location()
+		what := fmt.Sprintf("%d Retry-After=%q %s", resp.StatusCode, resp.Header.Get("Retry-After"), shapeOf(body))
+		switch {
+		case loc != nil:
+			what = fmt.Sprintf("%d to error=%s", resp.StatusCode, loc.Query().Get("error"))
+		case strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html"):
+			what = fmt.Sprintf("%d Retry-After=%q page %q", resp.StatusCode, resp.Header.Get("Retry-After"), strings.TrimSpace(pageText(body)))
+		}
+		if fill {
+			what = fmt.Sprintf("%d succeeded, then %s", succeeded, what)
+		}
+		lines = append(lines, w.name+": "+what)
+	}
+	return lines
+}
+
+// openSQLite opens the case's own read-only connection to its SQLite file, for the checks
+// the storage API has no query for.
+func openSQLite(t *testing.T, path string) *gorm.DB {
+	t.Helper()
+	db, err := gorm.Open(sqlite.Open("file:"+path+"?mode=ro"), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sqlDB.Close() })
+	return db
 }
 
 // TestFlowDriverNeverReplaysACallThatIsNotIdempotent: a replica that processes a call which

@@ -437,13 +437,16 @@ func TestFaultPostgresOutage(t *testing.T) {
 // TestFaultRedisOutage: Redis unreachable under load.
 //
 // Injects: a cut of every connection between the server process and Redis, which keeps
-// its rate limits (--redis-url, login limit 5/min per IP), for 10s (fast: 3s) while 4
-// concurrent flows sign in.
+// its rate limits (--redis-url, login limit 5/min per IP, --redis-cool-down 1s), for 10s
+// (fast: 3s) while 4 concurrent flows sign in.
 // Measures: flows before, during and after; the statuses of 8 logins from one IP during
-// the cut and of logins from one IP before and after it; the errors the server logged.
-// Must lose: nothing: as publicauth/limits.go documents, the limits fail open (logged at
-// ERROR) so an outage of Redis locks nobody out: every flow succeeds, the 8 logins pass,
-// the limit refuses the 6th login again once Redis is back, and the process stays up.
+// the cut, and the seconds each took (reported, not asserted: speed lives in make bench),
+// and of logins from one IP before and after it; the lines the server logged.
+// Must lose: nothing: as publicauth/limits.go documents, the limits fail open so an outage
+// of Redis locks nobody out: every flow succeeds, the 8 logins pass, the limit refuses the
+// 6th login again once Redis is back, and the process stays up. The limiter's circuit
+// breaker logs its opening (ERROR) and its closing once Redis is back, as many times each,
+// instead of a line per request; between, requests fail open without waiting for Redis.
 // Bound: the outage plus about 25s.
 func TestFaultRedisOutage(t *testing.T) {
 	dsn := faultPostgres(t)
@@ -453,7 +456,7 @@ func TestFaultRedisOutage(t *testing.T) {
 	viaRedis := *redisURL
 	viaRedis.Host = proxy.Addr()
 	r := newReplica(t, fs.gh.bin, "server", "http://"+freeAddr(t), dsn, "--redis-url", viaRedis.String(),
-		"--login-rate-limit", "5/1m", "--trusted-proxies", "127.0.0.1", "--lockout", "1000/1m")
+		"--login-rate-limit", "5/1m", "--trusted-proxies", "127.0.0.1", "--lockout", "1000/1m", "--redis-cool-down", "1s")
 	d := newFlowDriver(fs, func() []string { return []string{r.base()} })
 	phase := func(length time.Duration) *loadResult {
 		ctx, cancel := context.WithTimeout(context.Background(), length)
@@ -473,12 +476,14 @@ func TestFaultRedisOutage(t *testing.T) {
 	}
 	side := faultLen(5*time.Second, 2*time.Second)
 	before := phase(side)
+	start := time.Now()
 	limitBefore := logins(6)
+	perLoginBefore := time.Since(start) / 6
 
 	proxy.SetDown(true)
 	outage := faultLen(10*time.Second, 3*time.Second)
 	during := phase(outage)
-	start := time.Now()
+	start = time.Now()
 	limitDuring := logins(8)
 	perLogin := time.Since(start) / 8
 	proxy.SetDown(false)
@@ -500,15 +505,25 @@ func TestFaultRedisOutage(t *testing.T) {
 		t.Errorf("ten logins from one IP after the outage: %v, want the limit to refuse some again", limitAfter)
 	}
 	r.alive(t)
-	logged := strings.Count(r.proc.stderr.String(), "rate limiter failed")
+	logs := r.proc.stderr.String()
+	logged := strings.Count(logs, "rate limiter failed")
 	if logged == 0 {
-		t.Errorf("the server logged no \"rate limiter failed\" during the outage; want the failure logged:\n%.3000s", r.proc.stderr)
+		t.Errorf("the server logged no \"rate limiter failed\" during the outage; want the failure logged:\n%.3000s", logs)
+	}
+	opened, closed := strings.Count(logs, "circuit breaker open"), strings.Count(logs, "circuit breaker closed")
+	if opened == 0 || closed != opened {
+		t.Errorf("the breaker logged %d openings and %d closings; want at least one, each closed once Redis is back:\n%.3000s", opened, closed, logs)
+	}
+	metrics := metricsText(t, r.base())
+	if !strings.Contains(metrics, "\ngatehouse_rate_limit_breaker_open 0\n") ||
+		!strings.Contains(metrics, fmt.Sprintf("\ngatehouse_rate_limit_breaker_opened_total %d\n", opened)) {
+		t.Errorf("/metrics after the outage: want the breaker closed and opened %d times:\n%s", opened, metrics)
 	}
 	r.stop(t)
 	faultSummary(t, faultRow{
 		fmt.Sprintf("Redis cut for %s under 4 concurrent flows (limit 5/min per IP)", outage),
-		fmt.Sprintf("flows ok before %d/%d, during %d/%d, after %d/%d; logins from one IP: before %v, during %v (%.2fs each), after %v; %d limiter failures logged",
-			before.ok, before.flows, during.ok, during.flows, after.ok, after.flows, limitBefore, limitDuring, perLogin.Seconds(), limitAfter, logged),
+		fmt.Sprintf("flows ok before %d/%d, during %d/%d, after %d/%d; logins from one IP: before %v (%.3fs each), during %v (%.3fs each), after %v; %d limiter failures logged at ERROR; breaker opened %d, closed %d times",
+			before.ok, before.flows, during.ok, during.flows, after.ok, after.flows, limitBefore, perLoginBefore.Seconds(), limitDuring, perLogin.Seconds(), limitAfter, logged, opened, closed),
 		fmt.Sprintf("%d flows (limits failed open, as documented)", before.flows-before.ok+during.flows-during.ok+after.flows-after.ok),
 	})
 }
@@ -522,86 +537,219 @@ func TestFaultRedisOutage(t *testing.T) {
 // privileges a test does not have. SQLite's read-only open refuses every write to every
 // user, root included, with the error a read-only file gives (SQLITE_READONLY).
 // Measures: the statuses and bodies of reads (discovery, JWKS, introspection of a token
-// issued before) and of writes (password login, refresh, a new authorization).
-// Must lose: nothing: every write gets a clear error, a 5xx with a JSON body in the spec's
-// shape (an OAuth error for /api/oauth, {error, message} for /api/public); the process
-// stays up; reads keep working before and after the writes. Bound: about 20s.
+// issued before) and of writes (password login, admin login, refresh, a new authorization,
+// a login on the hosted page).
+// Must lose: nothing: every write gets a retryable 503 with Retry-After in its surface's
+// shape (see refusedWrites); the log names the read-only database; the process stays up;
+// reads keep working before and after the writes. Bound: about 20s.
 func TestFaultReadOnlySQLite(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "gh.db")
 	fs := newFaultSetup(t, "sqlite:"+path)
+	adminEmail := "admin-" + fs.email
+	fs.gh.admin(t, "user", "create", "--email", adminEmail, "--password", testPassword, "--role", "admin", "--verified")
 	issuer := "http://" + freeAddr(t)
 	rw := newReplica(t, fs.gh.bin, "read-write server", issuer, "sqlite:"+path, "--login-rate-limit", "off")
-	d := newFlowDriver(fs, func() []string { return []string{rw.base()} })
-	g, err := d.flow(context.Background(), 0, flowOptions{})
+	g, err := newFlowDriver(fs, func() []string { return []string{rw.base()} }).flow(context.Background(), 0, flowOptions{})
 	if err != nil {
 		t.Fatalf("a flow before the database turns read-only: %v", err)
 	}
 	rw.stop(t)
 
-	ro := newReplica(t, fs.gh.bin, "read-only server", issuer, "sqlite:file:"+path+"?mode=ro",
-		"--skip-migrate", "--janitor-interval", "-1s", "--key-rotation-interval", "-1s", "--login-rate-limit", "off")
-	d = newFlowDriver(fs, func() []string { return []string{ro.base()} })
-	ctx := context.Background()
-	reads := func() []string {
-		var failed []string
-		for _, p := range []string{"/.well-known/openid-configuration", "/.well-known/jwks.json"} {
-			resp, body, err := d.call("read", true, 0, func(base string) *http.Request {
-				req, _ := http.NewRequest(http.MethodGet, base+p, nil)
-				return req
-			})
-			if err != nil || resp.StatusCode != http.StatusOK {
-				failed = append(failed, fmt.Sprintf("GET %s: %v %v %.200s", p, statusOf(resp), err, body))
-			}
-		}
-		for _, tok := range []string{g.refresh, g.access} {
-			if err := d.introspect(ctx, 0, tok, true); err != nil {
-				failed = append(failed, err.Error())
-			}
-		}
-		return failed
-	}
-	if failed := reads(); len(failed) > 0 {
+	ro := newReplica(t, fs.gh.bin, "read-only server", issuer, "sqlite:file:"+path+"?mode=ro", readOnlyFlags...)
+	if failed := faultReads(ro, fs, g); len(failed) > 0 {
 		t.Errorf("reads on the read-only database: %v", failed)
 	}
-	var writes []string
-	write := func(name string, resp *http.Response, body []byte, err error) {
-		if err != nil {
-			t.Errorf("%s on the read-only database: %v", name, err)
-			return
-		}
-		var shape struct {
-			Error string `json:"error"`
-		}
-		writes = append(writes, fmt.Sprintf("%s %d %s", name, resp.StatusCode, shapeOf(body)))
-		if resp.StatusCode < 500 || json.Unmarshal(body, &shape) != nil || shape.Error == "" {
-			t.Errorf("%s on the read-only database: %d %.300s; want a 5xx with a JSON error", name, resp.StatusCode, body)
-		}
-	}
-	login, _ := json.Marshal(map[string]string{"email": fs.email, "password": testPassword})
-	resp, body, err := d.call("login", false, 0, func(base string) *http.Request {
-		req, _ := http.NewRequest(http.MethodPost, base+"/api/public/login", strings.NewReader(string(login)))
-		req.Header.Set("Content-Type", "application/json")
-		return req
-	})
-	write("login", resp, body, err)
-	resp, body, err = d.call("refresh", false, 0, func(base string) *http.Request {
-		return d.clientPost(ctx, base, "/api/oauth/token", url.Values{"grant_type": {"refresh_token"}, "refresh_token": {g.refresh}})
-	})
-	write("refresh", resp, body, err)
-	// The operator's log names the cause (SQLite's "attempt to write a readonly database").
-	loggedCause := strings.Contains(ro.proc.stderr.String(), "readonly")
+	writes := refusedWrites(t, ro.base(), fs, &g, adminEmail, false)
+	loggedCause := strings.Contains(ro.proc.stderr.String(), "read-only")
 	if !loggedCause {
 		t.Errorf("the server's log does not name the read-only database:\n%.3000s", ro.proc.stderr)
 	}
-	if failed := reads(); len(failed) > 0 {
+	if failed := faultReads(ro, fs, g); len(failed) > 0 {
 		t.Errorf("reads after the refused writes: %v", failed)
 	}
 	ro.stop(t)
 	faultSummary(t, faultRow{
 		"SQLite opened read-only (mode=ro) under a restarted server",
-		fmt.Sprintf("reads (discovery, JWKS, introspection of refresh and access token) 200 before and after; writes: %s; log names \"readonly\": %v; process exited 0 on SIGTERM", strings.Join(writes, "; "), loggedCause),
-		"nothing (writes refused with a clear error; the token from before still introspects active)",
+		fmt.Sprintf("reads (discovery, JWKS, introspection of refresh and access token) 200 before and after; writes: %s; log names \"read-only\": %v; process exited 0 on SIGTERM", strings.Join(writes, "; "), loggedCause),
+		"nothing (writes refused with a retryable 503; the token from before still introspects active)",
 	})
+}
+
+// readOnlyFlags start a replica on a database that takes no writes: no migration, no
+// janitor, no key rotation, no login limits (so every write reaches the database).
+var readOnlyFlags = []string{"--skip-migrate", "--janitor-interval", "-1s", "--key-rotation-interval", "-1s", "--login-rate-limit", "off"}
+
+// faultReads checks the reads a database that refuses writes must keep serving: discovery,
+// JWKS, and introspection of g's refresh and access tokens (active). It returns the failures.
+func faultReads(r *replica, fs *faultSetup, g grant) []string {
+	d := newFlowDriver(fs, func() []string { return []string{r.base()} })
+	var failed []string
+	for _, p := range []string{"/.well-known/openid-configuration", "/.well-known/jwks.json"} {
+		resp, body, err := d.call("read", true, 0, func(base string) *http.Request {
+			req, _ := http.NewRequest(http.MethodGet, base+p, nil)
+			return req
+		})
+		if err != nil || resp.StatusCode != http.StatusOK {
+			failed = append(failed, fmt.Sprintf("GET %s: %v %v %.200s", p, statusOf(resp), err, body))
+		}
+	}
+	for _, tok := range []string{g.refresh, g.access} {
+		if err := d.introspect(context.Background(), 0, tok, true); err != nil {
+			failed = append(failed, err.Error())
+		}
+	}
+	return failed
+}
+
+// TestFaultDiskFull: the SQLite database's disk fills up.
+//
+// Injects: a restart of the server on its SQLite file with max_page_count(1)
+// ("sqlite:PATH?_pragma=max_page_count(1)"; a database cannot shrink below its size, so
+// the file may not grow by a page): SQLite then answers every write that needs a new page
+// with SQLITE_FULL, "database or disk is full", as on a full disk, without the privileges a
+// real full file system would need. Each kind of write is repeated until the database
+// refuses it (at most 300 times), then once more. Then a restart without the limit.
+// Measures: how many of each write succeeded before the refusal, and the refusal's answer;
+// reads while full; the sessions rows around a refused login (read from the file); a login
+// and a refresh of the token held at the refusal after the restart.
+// Must lose: nothing: every refused write is a retryable 503 with Retry-After in its
+// surface's shape and leaves no row (a refused login no session); the log names the full
+// disk; reads keep working; after the restart with room, logins work and the refresh token
+// held when its refresh was refused still refreshes. Bound: about 40s.
+func TestFaultDiskFull(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gh.db")
+	fs := newFaultSetup(t, "sqlite:"+path)
+	adminEmail := "admin-" + fs.email
+	fs.gh.admin(t, "user", "create", "--email", adminEmail, "--password", testPassword, "--role", "admin", "--verified")
+	issuer := "http://" + freeAddr(t)
+	r := newReplica(t, fs.gh.bin, "server", issuer, "sqlite:"+path, "--login-rate-limit", "off")
+	g, err := newFlowDriver(fs, func() []string { return []string{r.base()} }).flow(context.Background(), 0, flowOptions{})
+	if err != nil {
+		t.Fatalf("a flow before the disk fills: %v", err)
+	}
+	r.stop(t)
+
+	full := newReplica(t, fs.gh.bin, "server on a full disk", issuer, "sqlite:"+path+"?_pragma=max_page_count(1)", readOnlyFlags...)
+	writes := refusedWrites(t, full.base(), fs, &g, adminEmail, true)
+	db := openSQLite(t, path)
+	sessions := count(t, db, "SELECT count(*) FROM sessions")
+	again := refusedWrites(t, full.base(), fs, &g, adminEmail, false)
+	if after := count(t, db, "SELECT count(*) FROM sessions"); after != sessions {
+		t.Errorf("refused logins: sessions %d before, %d after; want no row from a refused login", sessions, after)
+	}
+	if failed := faultReads(full, fs, g); len(failed) > 0 {
+		t.Errorf("reads on the full database: %v", failed)
+	}
+	loggedCause := strings.Contains(full.proc.stderr.String(), "disk full")
+	if !loggedCause {
+		t.Errorf("the server's log does not name the full disk:\n%.3000s", full.proc.stderr)
+	}
+	full.stop(t)
+
+	room := newReplica(t, fs.gh.bin, "server with room", issuer, "sqlite:"+path, "--login-rate-limit", "off")
+	d := newFlowDriver(fs, func() []string { return []string{room.base()} })
+	refreshErr := d.refresh(context.Background(), 0, &g)
+	if refreshErr != nil {
+		t.Errorf("the refresh token held when its refresh was refused, after the restart with room: %v", refreshErr)
+	}
+	_, flowErr := d.flow(context.Background(), 0, flowOptions{refreshes: 1})
+	if flowErr != nil {
+		t.Errorf("a flow after the restart with room: %v", flowErr)
+	}
+	room.stop(t)
+	faultSummary(t, faultRow{
+		"SQLite full (max_page_count(1)) under a restarted server, then a restart with room",
+		fmt.Sprintf("filling: %s; once full: %s; sessions rows unchanged by refused logins (%d); reads 200; log names \"disk full\": %v; after the restart: held refresh token %v, new flow %v",
+			strings.Join(writes, "; "), strings.Join(again, "; "), sessions, loggedCause, errOK(refreshErr), errOK(flowErr)),
+		"nothing (refused writes left no row; the refresh token held at the refusal refreshes afterwards)",
+	})
+}
+
+// TestFaultPostgresReadOnly: Postgres refuses writes, as a standby or a database set
+// read-only does.
+//
+// Injects: a restart of the server with "options=-c default_transaction_read_only=on" in
+// its DSN, so every transaction of its sessions is read-only and every write fails with
+// 25006 read_only_sql_transaction, what a hot standby answers (promoting or failing over to
+// a standby by mistake) or ALTER DATABASE … SET default_transaction_read_only does.
+// Measures: the reads of faultReads and the writes of refusedWrites; the server's log.
+// Must lose: nothing: every write is a retryable 503 with Retry-After in its surface's shape;
+// the log names the read-only database; reads keep working; a restart without the option
+// serves a full flow and refreshes the grant from before. Bound: about 30s.
+func TestFaultPostgresReadOnly(t *testing.T) {
+	dsn := faultPostgres(t)
+	fs := newFaultSetup(t, dsn)
+	adminEmail := "admin-" + fs.email
+	fs.gh.admin(t, "user", "create", "--email", adminEmail, "--password", testPassword, "--role", "admin", "--verified")
+	issuer := "http://" + freeAddr(t)
+	rw := newReplica(t, fs.gh.bin, "read-write server", issuer, dsn, "--login-rate-limit", "off")
+	g, err := newFlowDriver(fs, func() []string { return []string{rw.base()} }).flow(context.Background(), 0, flowOptions{})
+	if err != nil {
+		t.Fatalf("a flow before the database turns read-only: %v", err)
+	}
+	rw.stop(t)
+
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("options", "-c default_transaction_read_only=on")
+	u.RawQuery = q.Encode()
+	ro := newReplica(t, fs.gh.bin, "read-only server", issuer, u.String(), readOnlyFlags...)
+	if failed := faultReads(ro, fs, g); len(failed) > 0 {
+		t.Errorf("reads on the read-only database: %v", failed)
+	}
+	writes := refusedWrites(t, ro.base(), fs, &g, adminEmail, false)
+	loggedCause := strings.Contains(ro.proc.stderr.String(), "read-only")
+	if !loggedCause {
+		t.Errorf("the server's log does not name the read-only database:\n%.3000s", ro.proc.stderr)
+	}
+	if failed := faultReads(ro, fs, g); len(failed) > 0 {
+		t.Errorf("reads after the refused writes: %v", failed)
+	}
+	ro.stop(t)
+
+	back := newReplica(t, fs.gh.bin, "read-write server again", issuer, dsn, "--login-rate-limit", "off")
+	d := newFlowDriver(fs, func() []string { return []string{back.base()} })
+	refreshErr := d.refresh(context.Background(), 0, &g)
+	if refreshErr != nil {
+		t.Errorf("the grant from before, once writes are allowed again: %v", refreshErr)
+	}
+	_, flowErr := d.flow(context.Background(), 0, flowOptions{refreshes: 1})
+	if flowErr != nil {
+		t.Errorf("a flow once writes are allowed again: %v", flowErr)
+	}
+	back.stop(t)
+	faultSummary(t, faultRow{
+		"Postgres sessions read-only (default_transaction_read_only=on) under a restarted server",
+		fmt.Sprintf("reads 200 before and after; writes: %s; log names \"read-only\": %v; after a restart without it: refresh of the grant from before %v, new flow %v",
+			strings.Join(writes, "; "), loggedCause, errOK(refreshErr), errOK(flowErr)),
+		"nothing (writes refused with a retryable 503; the grant from before refreshes afterwards)",
+	})
+}
+
+// errOK is "ok" for a nil error, else the error.
+func errOK(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	return err.Error()
+}
+
+// metricsText is base's /metrics.
+func metricsText(t *testing.T, base string) string {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics: %d %v", resp.StatusCode, err)
+	}
+	return string(body)
 }
 
 func statusOf(resp *http.Response) int {

@@ -12,13 +12,15 @@ import (
 )
 
 // Proxy forwards TCP to its target. While down it closes every open connection and
-// refuses new ones. It counts the connections open through it.
+// refuses new ones. It counts the connections open through it, and every connection
+// attempt, so a test can tell whether its client tried the dependency at all.
 type Proxy struct {
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	down   bool
-	conns  map[net.Conn]bool // client side → true; server side → false
+	ln       net.Listener
+	target   string
+	mu       sync.Mutex
+	down     bool
+	conns    map[net.Conn]bool // client side → true; server side → false
+	accepted int               // connections accepted, up or down
 }
 
 // Start listens on 127.0.0.1 and forwards to target (host:port) until t ends.
@@ -45,6 +47,7 @@ func (p *Proxy) serve() {
 		}
 		p.mu.Lock()
 		down := p.down
+		p.accepted++
 		p.mu.Unlock()
 		if down {
 			_ = client.Close()
@@ -98,4 +101,12 @@ func (p *Proxy) Open() int {
 		}
 	}
 	return n
+}
+
+// Accepted is the number of connections clients opened to the proxy, including those it
+// closed at once while down.
+func (p *Proxy) Accepted() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.accepted
 }
