@@ -23,8 +23,8 @@ lint:
 	$(GO) vet ./...
 
 # faults: the fault suite (examples/server/faults_test.go) at full length: replicas, SIGKILL
-# under load, Postgres and Redis outages, read-only and full SQLite, read-only Postgres; each
-# case logs its summary table.
+# under load, Postgres, Redis and SMTP outages, read-only and full SQLite, read-only Postgres;
+# each case logs its summary table.
 # make test runs the same cases shortened. Needs GATEHOUSE_TEST_POSTGRES_DSN and
 # GATEHOUSE_TEST_REDIS_URL. About 5 minutes.
 faults:

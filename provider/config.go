@@ -215,7 +215,8 @@ func WithRandom(r io.Reader) Option {
 }
 
 // WithMailer makes the provider send its mail (verification and magic links, PINs,
-// password resets) through m instead of the mailer PublicAuthConfig selects.
+// password resets) through m instead of the mailer PublicAuthConfig selects. The mail
+// outbox sits in front of it: m is called by the delivery worker, retried while it fails.
 func WithMailer(m publicauth.Mailer) Option {
 	return func(o *options) error { o.mailer = m; return nil }
 }

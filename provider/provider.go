@@ -109,6 +109,9 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 		p.ownStore = true
 	}
 	fail := func(err error) (*Provider, error) {
+		if p.auth != nil {
+			p.auth.Close()
+		}
 		if p.closeLimiter != nil {
 			_ = p.closeLimiter()
 		}
@@ -207,12 +210,12 @@ func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Ready reports whether the database answers.
 func (p *Provider) Ready(ctx context.Context) error { return p.store.Ping(ctx) }
 
-// Close stops the background work (janitor, key reload, logout delivery) and closes the database when New
+// Close stops the background work (janitor, key reload, logout and mail delivery) and closes the database when New
 // opened it.
 func (p *Provider) Close() error {
 	p.stop()
 	p.wg.Wait()
-	p.auth.Wait() // mail accepted requests promised
+	p.auth.Close() // mail being queued reaches the outbox; sends in flight finish
 	err := p.closeLimiter()
 	if p.ownStore {
 		err = errors.Join(err, p.store.Close())

@@ -30,6 +30,11 @@ type PublicAuthConfig struct {
 	// ServiceName names the deployment in mail subjects and greetings. Default
 	// publicauth.DefaultServiceName ("Gatehouse").
 	ServiceName string
+	// MailRetryInterval is how often this provider looks for mail in the outbox due for
+	// another attempt: default publicauth.DefaultMailRetryInterval (5 seconds); negative
+	// turns this replica's mail worker off (another replica's delivers). See
+	// publicauth.Config.MailRetryInterval.
+	MailRetryInterval time.Duration
 	// MailTemplateDir, when set, holds mail templates replacing the embedded ones of the
 	// same name (e.g. magic_link.subject.tmpl, magic_link.txt.tmpl, magic_link.html.tmpl).
 	// Default "": the embedded templates only.
@@ -118,6 +123,7 @@ func (c PublicAuthConfig) withDefaults(auth publicauth.Config, issuer string) (P
 	c.ServiceName = auth.ServiceName
 	c.MagicLinkLifespan, c.PINLifespan = auth.MagicLinkLifespan, auth.PINLifespan
 	c.VerificationLifespan, c.PasswordResetLifespan = auth.VerificationLifespan, auth.PasswordResetLifespan
+	c.MailRetryInterval = auth.MailRetryInterval
 	c.LoginRateLimit, c.AccountMailLimit, c.LockoutLimit = auth.Limits.PerIP, auth.Limits.PerAccount, auth.Limits.Lockout
 
 	var errs []error
@@ -210,6 +216,7 @@ func (cfg Config) publicAuthConfig() publicauth.Config {
 		TrustedProxies:          pc.TrustedProxies,
 		PasswordHashConcurrency: pc.PasswordHashConcurrency,
 		PasswordHashQueue:       pc.PasswordHashQueue,
+		MailRetryInterval:       pc.MailRetryInterval,
 		Registration:            cfg.Registration,
 		Limits: publicauth.RateLimits{
 			PerIP:      pc.LoginRateLimit,

@@ -24,11 +24,15 @@ type Stats struct {
 	// LockoutRefusals counts the login attempts refused because their email had too many
 	// failed logins in the lockout window.
 	LockoutRefusals uint64
-	// MailFailures counts the mails the mailer failed to send.
+	// MailFailures counts the attempts of this provider's mail worker that the mailer
+	// failed (a failed mail is retried from the outbox, so one mail may count several
+	// times).
 	MailFailures uint64
-	// MailSending is the number of mails being handed to the mailer now. Mail is sent in
-	// the background after the request is answered, so this is the depth of the mail queue.
-	MailSending int64
+	// MailQueued is the number of mails in the durable outbox still to deliver (by any
+	// replica; in delivery now included), MailDue those of them due for an attempt now,
+	// and MailGivenUp the mails given up on (their link or PIN expired undelivered) whose
+	// rows the outbox still keeps. All three are -1 when the database could not be asked.
+	MailQueued, MailDue, MailGivenUp int64
 	// Pool is the database connection pool's statistics (open, in use, idle, waits).
 	Pool sql.DBStats
 	// RedisBreaker is the circuit breaker of the rate limits' Redis (PublicAuthConfig.RedisURL);
@@ -39,6 +43,10 @@ type Stats struct {
 	ActiveKeyCreated map[string]time.Time
 }
 
+// statsQueryTimeout bounds the one query Stats makes (the mail outbox's counts), so a
+// metrics scrape never hangs on a stuck database.
+const statsQueryTimeout = 2 * time.Second
+
 // RedisBreakerStats is the state of the circuit breaker of the rate limits' Redis.
 type RedisBreakerStats struct {
 	// State is "closed" (calls reach Redis), "open" (they fail open at once, for
@@ -48,10 +56,18 @@ type RedisBreakerStats struct {
 	Opened uint64
 }
 
-// Stats returns a snapshot of the provider's counters, connection pool and signing keys.
+// Stats returns a snapshot of the provider's counters, connection pool, mail outbox, Redis
+// circuit breaker and signing keys.
 func (p *Provider) Stats() Stats {
 	s := p.stats.snapshot()
 	s.Pool, _ = p.store.PoolStats() // a pool that cannot be read reports zeros
+	ctx, cancel := context.WithTimeout(context.Background(), statsQueryTimeout)
+	defer cancel()
+	if q, err := p.auth.MailQueue(ctx); err == nil {
+		s.MailQueued, s.MailDue, s.MailGivenUp = q.Queued, q.Due, q.GivenUp
+	} else {
+		s.MailQueued, s.MailDue, s.MailGivenUp = -1, -1, -1
+	}
 	if cl, ok := p.limiter.(countingLimiter); ok {
 		if r, ok := cl.Limiter.(*ratelimit.Redis); ok {
 			state, opened := r.Breaker()
@@ -69,11 +85,10 @@ func (p *Provider) Stats() Stats {
 
 // opsCounters holds the counters of Stats that no event reports. One per provider.
 type opsCounters struct {
-	mu          sync.Mutex
-	refusals    map[string]uint64
-	lockouts    atomic.Uint64
-	mailFailed  atomic.Uint64
-	mailSending atomic.Int64
+	mu         sync.Mutex
+	refusals   map[string]uint64
+	lockouts   atomic.Uint64
+	mailFailed atomic.Uint64
 }
 
 func newOpsCounters() *opsCounters { return &opsCounters{refusals: map[string]uint64{}} }
@@ -86,7 +101,7 @@ func (c *opsCounters) snapshot() Stats {
 	}
 	c.mu.Unlock()
 	return Stats{RateLimitRefusals: refusals, LockoutRefusals: c.lockouts.Load(),
-		MailFailures: c.mailFailed.Load(), MailSending: c.mailSending.Load()}
+		MailFailures: c.mailFailed.Load()}
 }
 
 // refused counts one refusal of the limit whose limiter key is key.
@@ -140,7 +155,7 @@ func (l countingLimiter) Exceeded(ctx context.Context, key string, limit int, wi
 	return exceeded, retryAfter, err
 }
 
-// countingMailer counts the mails in flight and the failures of the mailer it wraps.
+// countingMailer counts the failures of the mailer it wraps.
 type countingMailer struct {
 	next   publicauth.Mailer
 	counts *opsCounters
@@ -148,8 +163,6 @@ type countingMailer struct {
 
 // Send implements publicauth.Mailer.
 func (m countingMailer) Send(ctx context.Context, msg publicauth.Message) error {
-	m.counts.mailSending.Add(1)
-	defer m.counts.mailSending.Add(-1)
 	err := m.next.Send(ctx, msg)
 	if err != nil {
 		m.counts.mailFailed.Add(1)

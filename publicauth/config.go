@@ -73,6 +73,12 @@ type Config struct {
 	// hash durations (16 × ~50 ms by default). Default 16 × PasswordHashConcurrency; a
 	// negative value means none may wait.
 	PasswordHashQueue int
+	// MailRetryInterval is how often this service's mail worker looks for mail in the
+	// outbox due for another attempt (a mail is tried at once when queued; after a failure
+	// again 5 seconds later, the wait doubling up to 5 minutes, until its link or PIN
+	// expires): default DefaultMailRetryInterval (5 seconds). Negative: this service sends
+	// no mail, another replica's worker does (it still queues mail).
+	MailRetryInterval time.Duration
 	// Registration says who may create an account: RegistrationOpen (anyone; the default),
 	// RegistrationClosed (nobody: 403, and a social login creates no account) or
 	// RegistrationHook (the hook given with WithBeforeRegister decides; New fails without
@@ -177,6 +183,9 @@ func (c Config) withDefaults() (Config, map[string]bool, []error) {
 		case *d.value == 0:
 			*d.value = d.def
 		}
+	}
+	if c.MailRetryInterval == 0 {
+		c.MailRetryInterval = DefaultMailRetryInterval
 	}
 	if c.BaseURL == "" {
 		c.BaseURL = DefaultBaseURL

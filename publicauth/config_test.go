@@ -32,7 +32,10 @@ func TestMagicLinkAllowedOriginsRule(t *testing.T) {
 	} {
 		t.Run(tc.origin, func(t *testing.T) {
 			cfg := publicauth.Config{Secret: testSecret, MagicLinkAllowedOrigins: []string{tc.origin}}
-			_, err := publicauth.New(cfg, store, publicauth.WithLimiter(ratelimit.NewMemory()))
+			svc, err := publicauth.New(cfg, store, publicauth.WithLimiter(ratelimit.NewMemory()))
+			if err == nil {
+				svc.Close()
+			}
 			if tc.ok && err != nil {
 				t.Errorf("New refused %q: %v", tc.origin, err)
 			}

@@ -17,7 +17,11 @@
 // Mail (email verification, magic links, PINs, password reset, password linking) goes
 // through a Mailer: SMTPMailer when an SMTP server is configured, else NewLogMailer's, which
 // logs it. Its subjects and bodies come from embedded templates (mailtemplates/) that a
-// deployer may replace file by file.
+// deployer may replace file by file. In front of the Mailer is a durable outbox
+// (outbox.go, MailOutbox): each mail is written, sealed, in the transaction of the link
+// token or PIN challenge it carries, and a worker in every Service delivers it and retries
+// it while the Mailer fails, so no answer depends on the mail server and a restart loses
+// no mail. Call Close on shutdown.
 //
 // Accounts come from an Accounts store (accounts.go): Gatehouse's own users table (UserStore)
 // by default, or the application's own user store given with WithAccounts. Every login,

@@ -111,8 +111,8 @@ func newEnvOn(t *testing.T, store *storage.Store, cfg publicauth.Config, opts ..
 	if err != nil {
 		t.Fatalf("publicauth.New: %v", err)
 	}
-	// Background mail must be out before the SMTP server and the store close.
-	t.Cleanup(svc.Wait)
+	// The mail worker stops before the SMTP server and the store close.
+	t.Cleanup(svc.Close)
 	r := mux.NewRouter()
 	svc.Routes(r)
 	srv := httptest.NewServer(r)

@@ -24,8 +24,6 @@ var (
 	// ErrChallengeInvalid: a PIN challenge that is unknown, used, expired or out of
 	// attempts; the user has to log in again.
 	ErrChallengeInvalid = errors.New("PIN challenge invalid or expired")
-	// ErrMailUnavailable: a mail the user needs to go on (the PIN) could not be sent.
-	ErrMailUnavailable = errors.New("mail could not be sent")
 	// ErrBusy: every password hashing slot is in use and the queue for them is full
 	// (Config.PasswordHashConcurrency, Config.PasswordHashQueue); the request did no
 	// work and may be retried after BusyRetryAfter.

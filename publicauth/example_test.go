@@ -50,6 +50,7 @@ func ExampleService_Routes() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	defer svc.Close() // stops the mail worker; queued mail stays in the outbox
 	r := mux.NewRouter()
 	svc.Routes(r)
 	srv := httptest.NewServer(r)

@@ -300,17 +300,6 @@ func TestPINLogin(t *testing.T) {
 				t.Errorf("VerifyPIN = %+v, want the challenge of the magic link", got)
 			}
 		})
-
-		t.Run("503 when the PIN cannot be mailed", func(t *testing.T) {
-			e := newEnv(t, b, publicauth.Config{}, publicauth.WithMailer(newTestMailer(t, "smtp://127.0.0.1:1")))
-			u, err := e.svc.CreateUser(context.Background(), publicauth.UserInput{Email: "erin@example.com", Password: "correct horse battery", Name: "Erin", RequirePIN: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			res := e.postJSON(t, "/api/public/login", map[string]string{"email": u.Email, "password": "correct horse battery"})
-			wantStatus(t, res, http.StatusServiceUnavailable)
-			wantBody(t, res, `{"error":"Service Unavailable","message":"could not send the PIN, try again"}`)
-		})
 	})
 }
 

@@ -361,11 +361,13 @@ func TestSession(t *testing.T) {
 				return &http.Cookie{Name: valid.Name, Value: string(v)}
 			}},
 			{"401 with a cookie of another secret", func(t *testing.T, e *env, valid *http.Cookie) *http.Cookie {
-				other, err := publicauth.New(publicauth.Config{Secret: []byte("another secret of at least 32 bytes!")}, e.store,
+				// No mail worker: it would take the env's queued mail, sealed under the env's secret.
+				other, err := publicauth.New(publicauth.Config{Secret: []byte("another secret of at least 32 bytes!"), MailRetryInterval: -1}, e.store,
 					publicauth.WithLimiter(ratelimit.NewMemory()), publicauth.WithLogger(discardLogger()))
 				if err != nil {
 					t.Fatal(err)
 				}
+				t.Cleanup(other.Close)
 				u, err := e.store.UserByEmail(context.Background(), "alice@example.com")
 				if err != nil {
 					t.Fatal(err)

@@ -60,8 +60,6 @@ func Describe(err error) (int, string) {
 		return http.StatusTooManyRequests, "too many attempts, try again later"
 	case errors.Is(err, ErrBusy):
 		return http.StatusServiceUnavailable, "too many sign-ins are being checked at once, try again in a moment"
-	case errors.Is(err, ErrMailUnavailable):
-		return http.StatusServiceUnavailable, "could not send the PIN, try again"
 	case httpjson.Unavailable(err):
 		return http.StatusServiceUnavailable, "service temporarily unavailable, try again shortly"
 	}

@@ -10,7 +10,8 @@ import (
 	"github.com/gatehouse-id/gatehouse/events"
 )
 
-// mailTimeout bounds one background send, so a hung mail server cannot pile up goroutines.
+// mailTimeout bounds one send, and the background preparation of a mail, so a hung mail
+// server or database cannot pile up goroutines.
 const mailTimeout = time.Minute
 
 // Paths the mailed links open, under Config.BaseURL. The provider serves them.
@@ -44,15 +45,12 @@ func linkKindOf(purpose string) (linkKind, error) {
 	return linkKind{}, fmt.Errorf("publicauth: no link mail for purpose %q", purpose)
 }
 
-// SendVerification mails u a new email verification link for u's current address and
-// returns once the mail was handed over. It counts against the per-account mail limit
-// (*RateLimitError over it); a send failure is returned wrapping ErrMailUnavailable.
+// SendVerification mails u a new email verification link for u's current address: it
+// returns once the mail is in the durable outbox, and the mail goes out from there
+// (retried while the mailer fails). It counts against the per-account mail limit
+// (*RateLimitError over it).
 func (s *Service) SendVerification(ctx context.Context, u *User) error {
-	m, err := s.prepareLink(ctx, u, PurposeVerifyEmail, Destination{}, "")
-	if err != nil {
-		return err
-	}
-	return s.send(ctx, m)
+	return s.prepareLink(ctx, u, PurposeVerifyEmail, Destination{}, "")
 }
 
 // ResendVerification mails a new verification link to the account with that email when it
@@ -474,20 +472,21 @@ func (s *Service) markVerified(ctx context.Context, u *User) error {
 	return s.revokeAccess(ctx, u.ID, events.ReasonEmailVerified)
 }
 
-// prepareLink counts a mail of the purpose against the per-account limit, stores a new
-// token for u carrying payload (superseding older unused tokens of the purpose, except
-// for verification links) and renders its mail.
-func (s *Service) prepareLink(ctx context.Context, u *User, purpose string, dest Destination, payload string) (Message, error) {
+// prepareLink counts a mail of the purpose against the per-account limit, renders its
+// mail and, in one transaction, stores a new token for u carrying payload (superseding
+// older unused tokens of the purpose, except for verification links) and queues the mail
+// in the outbox: the link exists exactly when its mail is on its way.
+func (s *Service) prepareLink(ctx context.Context, u *User, purpose string, dest Destination, payload string) error {
 	kind, err := linkKindOf(purpose)
 	if err != nil {
-		return Message{}, err
+		return err
 	}
 	if err := s.allowMail(ctx, kind.limit, u.ID); err != nil {
-		return Message{}, err
+		return err
 	}
 	token, err := s.newToken()
 	if err != nil {
-		return Message{}, err
+		return err
 	}
 	now := s.now()
 	lifespan := s.linkLifespan[purpose]
@@ -503,54 +502,41 @@ func (s *Service) prepareLink(ctx context.Context, u *User, purpose string, dest
 		CreatedAt:     now,
 		ExpiresAt:     now.Add(lifespan),
 	}
-	supersede := purpose != PurposeVerifyEmail
-	if err := s.store.CreateOneTimeToken(ctx, t, supersede); err != nil {
-		return Message{}, fmt.Errorf("publicauth: store %s token: %w", purpose, err)
-	}
-	return s.render(kind.mail, u, MailData{
+	m, err := s.render(kind.mail, u, MailData{
 		Link:      s.baseURL + kind.path + "?token=" + url.QueryEscape(token),
 		ExpiresIn: lifespan,
 	})
+	if err != nil {
+		return err
+	}
+	supersede := purpose != PurposeVerifyEmail
+	return s.store.InTx(ctx, func(ctx context.Context) error {
+		if err := s.store.CreateOneTimeToken(ctx, t, supersede); err != nil {
+			return fmt.Errorf("publicauth: store %s token: %w", purpose, err)
+		}
+		return s.queueMail(ctx, kind.mail, u.ID, m, t.ExpiresAt)
+	})
 }
 
-// mailLinkLater issues a link and mails it in the background: the limit check, the token
-// write and the rendering too, so the answer takes as long whether or not the account
-// exists and a mail goes out. Failures (the limit included) are logged.
+// mailLinkLater issues a link and queues its mail in the background: the limit check, the
+// rendering and the transaction too, so the answer takes as long whether or not the
+// account exists and a mail goes out. Failures (the limit included) are logged. The mail is
+// durable once that transaction commits, a few milliseconds after the answer: Wait and
+// Close wait for it, and only a crash of the process in between loses it.
 func (s *Service) mailLinkLater(ctx context.Context, u *User, purpose string, dest Destination) {
 	ctx = context.WithoutCancel(ctx)
 	s.mailing.Go(func() {
 		ctx, cancel := context.WithTimeout(ctx, mailTimeout)
 		defer cancel()
-		m, err := s.prepareLink(ctx, u, purpose, dest, "")
+		err := s.prepareLink(ctx, u, purpose, dest, "")
 		var limited *RateLimitError
 		switch {
 		case errors.As(err, &limited):
 			s.logger.WarnContext(ctx, "publicauth: per-account mail limit reached, mail not sent", "kind", purpose, "user_id", u.ID)
-			return
 		case err != nil:
-			s.logger.ErrorContext(ctx, "publicauth: could not prepare mail", "kind", purpose, "user_id", u.ID, "error", err)
-			return
+			s.logger.ErrorContext(ctx, "publicauth: could not queue mail", "kind", purpose, "user_id", u.ID, "error", err)
 		}
-		// send logs its failure; the requester already has their answer.
-		_ = s.send(ctx, m)
 	})
-}
-
-// sendLater sends m in the background; send logs a failure.
-func (s *Service) sendLater(ctx context.Context, m Message) {
-	ctx = context.WithoutCancel(ctx)
-	s.mailing.Go(func() {
-		ctx, cancel := context.WithTimeout(ctx, mailTimeout)
-		defer cancel()
-		// send logs its failure; the requester already has their answer.
-		_ = s.send(ctx, m)
-	})
-}
-
-// Wait blocks until every mail the service sends in the background has been handed to the
-// mailer or failed. Call it on shutdown so no accepted request loses its mail.
-func (s *Service) Wait() {
-	s.mailing.Wait()
 }
 
 // render renders the mail of kind to u.
@@ -562,13 +548,4 @@ func (s *Service) render(kind string, u *User, d MailData) (Message, error) {
 	}
 	m.To = u.Email
 	return m, nil
-}
-
-// send hands m to the mailer; a failure is logged and returned wrapping ErrMailUnavailable.
-func (s *Service) send(ctx context.Context, m Message) error {
-	if err := s.mailer.Send(ctx, m); err != nil {
-		s.logger.ErrorContext(ctx, "publicauth: sending mail failed", "subject", m.Subject, "error", err)
-		return fmt.Errorf("%w: %v", ErrMailUnavailable, err)
-	}
-	return nil
 }

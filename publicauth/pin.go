@@ -54,8 +54,9 @@ const (
 // SessionAdmin) that goes to dest once the PIN is accepted. It draws a uniform 6-digit PIN,
 // stores only its HMAC (under a key derived from Config.Secret, bound to the challenge id)
 // and mails it (MailPIN), valid for Config.PINLifespan. The PIN mail counts against the
-// per-account mail limit (*RateLimitError over it). When the mail cannot be sent it returns
-// an error wrapping ErrMailUnavailable (503: the user cannot go on without it).
+// per-account mail limit (*RateLimitError over it). The challenge and its mail are written
+// in one transaction, the mail to the durable outbox: whether the mailer is up does not
+// change the answer, and the mail is retried until the PIN expires.
 func (s *Service) StartPINChallenge(ctx context.Context, u *User, kind, method string, dest Destination) (*PINChallenge, error) {
 	if _, err := s.cookie(kind); err != nil {
 		return nil, err
@@ -94,14 +95,17 @@ func (s *Service) StartPINChallenge(ctx context.Context, u *User, kind, method s
 		CreatedAt:   now,
 		ExpiresAt:   now.Add(s.pinLifespan),
 	}
-	if err := s.store.CreatePINChallenge(ctx, c); err != nil {
-		return nil, fmt.Errorf("publicauth: store PIN challenge: %w", err)
-	}
 	m, err := s.render(MailPIN, u, MailData{PIN: pin, ExpiresIn: s.pinLifespan})
 	if err != nil {
 		return nil, err
 	}
-	if err := s.send(ctx, m); err != nil {
+	err = s.store.InTx(ctx, func(ctx context.Context) error {
+		if err := s.store.CreatePINChallenge(ctx, c); err != nil {
+			return fmt.Errorf("publicauth: store PIN challenge: %w", err)
+		}
+		return s.queueMail(ctx, MailPIN, u.ID, m, c.ExpiresAt)
+	})
+	if err != nil {
 		return nil, err
 	}
 	return c, nil

@@ -73,7 +73,9 @@ func WithLogger(logger *slog.Logger) Option {
 
 // WithMailer makes the service send its mail (verification, magic link, PIN, password
 // reset) through mailer. A nil mailer, or no WithMailer, means NewLogMailer(logger): the
-// messages are only logged.
+// messages are only logged. Mail reaches it from the durable outbox (MailOutbox): a send
+// that fails is retried, so Send may see a message again after an error, and, rarely
+// (a crash right after a send), after a success.
 func WithMailer(mailer Mailer) Option {
 	return func(o *options) { o.mailer = mailer }
 }
@@ -128,8 +130,12 @@ type Service struct {
 	passwordParams argon2Params
 	// hashing bounds the argon2id work: every hash and verification runs through it.
 	hashing *hashPool
-	// mailing tracks the mails sent in the background; Wait waits for them.
+	// mailing tracks the work on mail done in the background: mails being prepared
+	// (mailLinkLater) until they are in the outbox, and the delivery passes a queued mail
+	// starts; Wait and Close wait for them.
 	mailing sync.WaitGroup
+	// outbox seals queued mails and runs their delivery.
+	outbox *mailOutbox
 }
 
 // New returns a Service over store. It fails when cfg is invalid (a Secret shorter than
@@ -181,6 +187,10 @@ func New(cfg Config, store Store, opts ...Option) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("publicauth: derive PIN key: %w", err)
 	}
+	outbox, err := newMailOutbox(cfg.Secret, cfg.MailRetryInterval)
+	if err != nil {
+		return nil, fmt.Errorf("publicauth: %w", err)
+	}
 
 	s := &Service{
 		store:   store,
@@ -217,6 +227,7 @@ func New(cfg Config, store Store, opts ...Option) (*Service, error) {
 		beforeRegister: o.beforeRegister,
 		passwordParams: defaultArgon2(),
 		hashing:        newHashPool(cfg.PasswordHashConcurrency, cfg.PasswordHashQueue, argon2Memory*1024),
+		outbox:         outbox,
 	}
 	s.setAccounts(o.accounts)
 	for kind, lifespan := range s.lifespan {
@@ -226,6 +237,7 @@ func New(cfg Config, store Store, opts ...Option) (*Service, error) {
 		}
 		s.cookies[kind] = codec
 	}
+	s.startMailDelivery()
 	return s, nil
 }
 

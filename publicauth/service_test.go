@@ -50,9 +50,11 @@ func TestNewRefusesBadConfig(t *testing.T) {
 			}
 		})
 		t.Run("zero config but the secret works", func(t *testing.T) {
-			if _, err := publicauth.New(publicauth.Config{Secret: testSecret}, store, publicauth.WithLimiter(ratelimit.NewMemory())); err != nil {
-				t.Errorf("New error = %v, want nil", err)
+			svc, err := publicauth.New(publicauth.Config{Secret: testSecret}, store, publicauth.WithLimiter(ratelimit.NewMemory()))
+			if err != nil {
+				t.Fatalf("New error = %v, want nil", err)
 			}
+			svc.Close()
 		})
 	})
 }

@@ -22,8 +22,8 @@ type UserStore interface {
 	ChangeUser(ctx context.Context, id string, c UserChange) (*User, error)
 	// DeleteUser deletes the user with that id and, in one transaction, everything of
 	// theirs: tokens, refresh tokens and unused codes issued to them, consents, sessions,
-	// PIN challenges, one-time tokens, linked identities and permission records (those
-	// refer to an account by id, so no foreign key deletes them). It returns
+	// PIN challenges, one-time tokens, linked identities, permission records and queued
+	// mail (those refer to an account by id, so no foreign key deletes them). It returns
 	// ErrUserNotFound when there is no such user.
 	DeleteUser(ctx context.Context, id string) error
 }
@@ -71,6 +71,7 @@ type Store interface {
 	TokenStore
 	PINStore
 	RedirectURIs
+	MailOutbox
 	Transactional
 }
 
@@ -158,4 +159,60 @@ type RedirectURIs interface {
 	// IsRegisteredRedirectURI reports whether uri equals, as a string, a redirect URI of
 	// some registered client.
 	IsRegisteredRedirectURI(ctx context.Context, uri string) (bool, error)
+}
+
+// QueuedMail is one mail in the durable mail outbox (MailOutbox): written with the link
+// token or PIN challenge it carries, deleted once the mail server took it.
+type QueuedMail struct {
+	// ID names the mail; random, opaque.
+	ID string
+	// Kind is the mail's kind (MailMagicLink, MailPIN, …) and UserID its account's id,
+	// kept in clear for operators; nothing else of the mail is.
+	Kind   string
+	UserID string
+	// Sealed is the Message sealed by the service (AES-256-GCM under a key derived from
+	// Config.Secret, bound to ID): it carries a live link or PIN. Empty once given up on.
+	Sealed []byte
+	// CreatedAt is when the mail was queued.
+	CreatedAt time.Time
+	// MailExpiresAt is when the link or PIN in the mail stops working: the mail is not
+	// tried after it. PurgeAt is when the store may delete the row, delivered or not.
+	MailExpiresAt time.Time
+	PurgeAt       time.Time
+	// Attempts counts the deliveries begun, the one a claim returns it for included.
+	Attempts int
+	// LastError is why the last delivery failed ("" before any failure); FailedAt is when
+	// the mail was given up on, nil while it is still tried.
+	LastError string
+	FailedAt  *time.Time
+}
+
+// MailQueue is the state of the mail outbox, for metrics.
+type MailQueue struct {
+	// Queued counts the mails still to deliver (in delivery now included); Due those of
+	// them whose next attempt is due.
+	Queued, Due int64
+	// GivenUp counts the mails given up on (their link or PIN expired undelivered) whose
+	// rows are still kept.
+	GivenUp int64
+}
+
+// MailOutbox is the durable mail outbox. Package storage implements it on Gatehouse's
+// database, so a mail is written in the transaction of the token or challenge it carries.
+type MailOutbox interface {
+	// EnqueueMail inserts m, due at once. Inside a transaction it is part of it.
+	EnqueueMail(ctx context.Context, m *QueuedMail) error
+	// ClaimMail claims up to limit mails due at now that are not given up on and returns
+	// them: each one's next attempt moves to now+lease and its attempt count goes up by one,
+	// so no other worker (on any replica) claims it again until the lease has passed; two
+	// concurrent claims never return the same mail. The lease must outlast a delivery.
+	ClaimMail(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]QueuedMail, error)
+	// MailDelivered deletes the mail with that id; a missing one is not an error.
+	MailDelivered(ctx context.Context, id string) error
+	// MailFailed records a failed delivery with reason: the mail is tried again at next,
+	// or, with giveUp, never again: FailedAt is set to now and Sealed emptied, and the row
+	// stays until its PurgeAt.
+	MailFailed(ctx context.Context, id, reason string, next time.Time, giveUp bool, now time.Time) error
+	// MailQueueState counts the outbox's mails at now.
+	MailQueueState(ctx context.Context, now time.Time) (MailQueue, error)
 }

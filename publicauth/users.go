@@ -179,11 +179,9 @@ func (s *Service) registerExisting(ctx context.Context, u *User, password string
 		return Registration{}, err
 	}
 	if signedIn == nil || signedIn.ID != u.ID {
-		m, err := s.prepareLink(ctx, u, PurposeLinkPassword, Destination{}, hash)
-		if err != nil {
+		if err := s.prepareLink(ctx, u, PurposeLinkPassword, Destination{}, hash); err != nil {
 			return Registration{}, err
 		}
-		s.sendLater(ctx, m)
 		return Registration{User: u, AccountLinking: true}, nil
 	}
 	err = s.store.InTx(ctx, func(ctx context.Context) error {

@@ -88,10 +88,14 @@ func (m *metrics) writeOps(w io.Writer) {
 		header(w, "gatehouse_rate_limit_breaker_opened_total", "counter", "Times the circuit breaker of the rate limits' Redis opened after a failure of Redis.")
 		fmt.Fprintf(w, "gatehouse_rate_limit_breaker_opened_total %d\n", b.Opened)
 	}
-	header(w, "gatehouse_mail_failures_total", "counter", "Mails the mailer failed to send.")
+	header(w, "gatehouse_mail_failures_total", "counter", "Mail delivery attempts the mailer failed (each is retried from the outbox).")
 	fmt.Fprintf(w, "gatehouse_mail_failures_total %d\n", stats.MailFailures)
-	header(w, "gatehouse_mail_queue_depth", "gauge", "Mails waiting for or being handed to the mailer.")
-	fmt.Fprintf(w, "gatehouse_mail_queue_depth %d\n", stats.MailSending)
+	header(w, "gatehouse_mail_queue_depth", "gauge", "Mails in the outbox still to deliver, all replicas' (-1: the database did not answer).")
+	fmt.Fprintf(w, "gatehouse_mail_queue_depth %d\n", stats.MailQueued)
+	header(w, "gatehouse_mail_queue_due", "gauge", "Mails in the outbox due for a delivery attempt now.")
+	fmt.Fprintf(w, "gatehouse_mail_queue_due %d\n", stats.MailDue)
+	header(w, "gatehouse_mail_given_up", "gauge", "Mails given up on (link or PIN expired undelivered) still kept in the outbox.")
+	fmt.Fprintf(w, "gatehouse_mail_given_up %d\n", stats.MailGivenUp)
 
 	p := stats.Pool
 	header(w, "gatehouse_db_connections", "gauge", "Database connections, by state: open (in use plus idle), in_use, idle.")

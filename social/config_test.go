@@ -77,6 +77,7 @@ func TestNew(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(auth.Close)
 	ids, host := auth.Identities(store), &fakeHost{}
 	ok := social.Config{Issuer: "https://sso.example", Secret: testSecret}
 	if _, err := social.New(ok, auth, ids, host); err != nil {

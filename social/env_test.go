@@ -154,6 +154,7 @@ func newEnvWith(t *testing.T, opts []social.Option, kinds ...string) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(e.auth.Close)
 	cfg := social.Config{Issuer: srv.URL, Secret: testSecret, InsecureCookies: true}
 	for _, kind := range kinds {
 		f := newFakeIdP(t, kind)

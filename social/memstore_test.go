@@ -34,13 +34,14 @@ type memState struct {
 	oneTime      map[[2]string]*publicauth.OneTimeToken
 	pins         map[string]*publicauth.PINChallenge
 	redirectURIs map[string]bool
+	mails        map[string]*publicauth.QueuedMail // the mail outbox, by id
 }
 
 func newMemStore() *memStore {
 	return &memStore{committed: &memState{
 		users: map[string]*publicauth.User{}, identities: map[[2]string]string{}, sessions: map[string]*publicauth.Session{},
 		grantsRevoke: map[string]int{}, oneTime: map[[2]string]*publicauth.OneTimeToken{}, pins: map[string]*publicauth.PINChallenge{},
-		redirectURIs: map[string]bool{},
+		redirectURIs: map[string]bool{}, mails: map[string]*publicauth.QueuedMail{},
 	}}
 }
 
@@ -54,7 +55,11 @@ func (s *memState) clone() *memState {
 	c := &memState{
 		users: map[string]*publicauth.User{}, identities: map[[2]string]string{}, sessions: map[string]*publicauth.Session{},
 		grantsRevoke: map[string]int{}, oneTime: map[[2]string]*publicauth.OneTimeToken{}, pins: map[string]*publicauth.PINChallenge{},
-		redirectURIs: map[string]bool{},
+		redirectURIs: map[string]bool{}, mails: map[string]*publicauth.QueuedMail{},
+	}
+	for k, v := range s.mails {
+		cv := *v
+		c.mails[k] = &cv
 	}
 	for k, v := range s.users {
 		c.users[k] = copyUser(v)
@@ -483,4 +488,70 @@ func (s *memStore) LinkIdentity(ctx context.Context, userID string, id publicaut
 		return nil
 	})
 	return out, err
+}
+
+// The mail outbox keeps a mail's next attempt in its PurgeAt field: nothing here purges.
+
+// EnqueueMail implements publicauth.MailOutbox.
+func (s *memStore) EnqueueMail(ctx context.Context, m *publicauth.QueuedMail) error {
+	return s.do(ctx, func(st *memState) error {
+		c := *m
+		c.PurgeAt = m.CreatedAt // due at once
+		st.mails[m.ID] = &c
+		return nil
+	})
+}
+
+// ClaimMail implements publicauth.MailOutbox; the outermost transactions run one at a
+// time, so no two claims return the same mail.
+func (s *memStore) ClaimMail(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]publicauth.QueuedMail, error) {
+	var out []publicauth.QueuedMail
+	err := s.do(ctx, func(st *memState) error {
+		for _, m := range st.mails {
+			if len(out) < limit && m.FailedAt == nil && !m.PurgeAt.After(now) {
+				m.PurgeAt, m.Attempts = now.Add(lease), m.Attempts+1
+				out = append(out, *m)
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// MailDelivered implements publicauth.MailOutbox.
+func (s *memStore) MailDelivered(ctx context.Context, id string) error {
+	return s.do(ctx, func(st *memState) error { delete(st.mails, id); return nil })
+}
+
+// MailFailed implements publicauth.MailOutbox.
+func (s *memStore) MailFailed(ctx context.Context, id, reason string, next time.Time, giveUp bool, now time.Time) error {
+	return s.do(ctx, func(st *memState) error {
+		if m, ok := st.mails[id]; ok {
+			m.LastError, m.PurgeAt = reason, next
+			if giveUp {
+				m.FailedAt, m.Sealed = &now, nil
+			}
+		}
+		return nil
+	})
+}
+
+// MailQueueState implements publicauth.MailOutbox.
+func (s *memStore) MailQueueState(ctx context.Context, now time.Time) (publicauth.MailQueue, error) {
+	var q publicauth.MailQueue
+	err := s.view(ctx, func(st *memState) error {
+		for _, m := range st.mails {
+			switch {
+			case m.FailedAt != nil:
+				q.GivenUp++
+			case !m.PurgeAt.After(now):
+				q.Queued++
+				q.Due++
+			default:
+				q.Queued++
+			}
+		}
+		return nil
+	})
+	return q, err
 }

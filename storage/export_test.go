@@ -85,7 +85,7 @@ func (s *Store) ModelTableNames() (map[string]string, error) {
 		"device_codes":    &deviceCodeModel{},
 		"pushed_requests": &pushedRequestModel{},
 		"session_clients": &sessionClientModel{}, "logout_outbox": &logoutOutboxModel{},
-		"registration_tokens": &registrationTokenModel{},
+		"registration_tokens": &registrationTokenModel{}, "mail_outbox": &mailOutboxModel{},
 	} {
 		stmt := &gorm.Statement{DB: s.db}
 		if err := stmt.Parse(model); err != nil {

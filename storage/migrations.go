@@ -27,6 +27,7 @@ func migrations() []migration {
 		{version: 19, name: "rotated refresh tokens remember when, for the reuse grace window", up: ddl(schemaV19)},
 		{version: 20, name: "the audit trail, security_events, absorbing the permission audit log", up: migrateV20},
 		{version: 21, name: "dynamic client registration: initial access tokens, registration access tokens, client URIs", up: ddl(schemaV21)},
+		{version: 22, name: "the durable mail outbox", up: ddl(schemaV22)},
 	}
 }
 

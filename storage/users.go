@@ -202,8 +202,8 @@ func (s *Store) ChangeUser(ctx context.Context, id string, c publicauth.UserChan
 // savepoint inside the transaction ctx carries): the authorization codes, refresh tokens,
 // PKCE and OpenID Connect rows whose subject is the user, the pending
 // authorization requests the user logged in to, and the rows that refer to the account by
-// id (sessions, consents, one-time tokens, PIN challenges, linked identities and permission
-// records: no foreign key cascades them since v9). The permission audit log keeps its
+// id (sessions, consents, one-time tokens, PIN challenges, linked identities, permission
+// records and queued mail, whose links would be dead: no foreign key cascades them since v9). The permission audit log keeps its
 // entries: it is the history of what was granted. A revocation rule on the subject revokes
 // the user's access tokens, so an account created again under the same id does not revive
 // them. It returns publicauth.ErrUserNotFound
@@ -242,7 +242,7 @@ func deleteAccountRows(tx *gorm.DB, id string) error {
 	}
 	for _, model := range []any{
 		&authRequestModel{}, &sessionModel{}, &consentModel{}, &oneTimeTokenModel{},
-		&pinChallengeModel{}, &identityModel{}, &permissionModel{},
+		&pinChallengeModel{}, &identityModel{}, &permissionModel{}, &mailOutboxModel{},
 	} {
 		if err := tx.Where("user_id = ?", id).Delete(model).Error; err != nil {
 			return fmt.Errorf("storage: delete user's rows: %w", err)

@@ -89,8 +89,6 @@ var pageErrors = []struct {
 		text: "That PIN is not right. Check the latest mail and try again.", form: true}},
 	{publicauth.ErrChallengeInvalid, problem{status: http.StatusUnauthorized, title: "Sign in again",
 		text: "This PIN has expired or was entered wrong too many times."}},
-	{publicauth.ErrMailUnavailable, problem{status: http.StatusServiceUnavailable, title: "Could not send your PIN",
-		text: "We could not send your PIN. Please try again in a moment."}},
 }
 
 var (

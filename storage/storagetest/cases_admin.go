@@ -28,7 +28,7 @@ func adminCases() []storageCase {
 
 // testDeleteUser: DeleteUser removes the user with every row of theirs (tokens, codes,
 // consents, sessions, one-time tokens, PIN challenges, identities, permission records,
-// authorization requests they logged in to) and nothing of another user; inside a
+// authorization requests they logged in to, queued mail) and nothing of another user; inside a
 // transaction that fails it removes nothing; the audit log keeps its entries; the email is
 // free again.
 func testDeleteUser(t *testing.T, s *storage.Store) {
@@ -60,6 +60,22 @@ func testDeleteUser(t *testing.T, s *storage.Store) {
 			IDHash: "ar-" + u.ID, ClientID: client.ID, ExpiresAt: t0.Add(time.Hour),
 		}))
 		mustNoErr(t, "CompleteAuthRequestLogin", s.CompleteAuthRequestLogin(ctx, "ar-"+u.ID, "ar-"+u.ID, u.ID, t0))
+		m := queuedMail(0)
+		m.ID, m.UserID = "mail-"+u.ID, u.ID
+		mustNoErr(t, "EnqueueMail", s.EnqueueMail(ctx, m))
+	}
+	// queuedFor is nil when the outbox holds a mail for u, else ErrNotFound.
+	queuedFor := func(u *publicauth.User) error {
+		pending, err := s.PendingMail(ctx)
+		if err != nil {
+			return err
+		}
+		for _, m := range pending {
+			if m.UserID == u.ID {
+				return nil
+			}
+		}
+		return storage.ErrNotFound
 	}
 	// check asserts every row of u present, or with gone every one absent.
 	check := func(when string, u *publicauth.User, gone bool) {
@@ -86,6 +102,7 @@ func testDeleteUser(t *testing.T, s *storage.Store) {
 			{"identity", second(s.UserByIdentity(ctx, "google", "g-"+u.ID)), want(publicauth.ErrIdentityNotFound)},
 			{"permission", second(s.Permission(ctx, u.ID, client.ID)), want(permissions.ErrNoRecord)},
 			{"authorization request", second(s.AuthRequestByIDHash(ctx, "ar-"+u.ID, t0)), want(storage.ErrNotFound)},
+			{"queued mail", queuedFor(u), want(storage.ErrNotFound)},
 		}
 		for _, r := range rows {
 			checkErr(t, when+": "+r.what+" of "+u.Email, r.err, r.want)

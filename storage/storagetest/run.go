@@ -56,6 +56,7 @@ func Run(t *testing.T, open func(t *testing.T) *storage.Store) {
 	cases = append(cases, backchannelCases()...)
 	cases = append(cases, securityEventCases()...)
 	cases = append(cases, registrationCases()...)
+	cases = append(cases, mailCases()...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			c.run(t, open(t))
