@@ -32,6 +32,10 @@ const (
 	// further failure up to mailMaxRetry.
 	mailFirstRetry = 5 * time.Second
 	mailMaxRetry   = 5 * time.Minute
+	// mailLastTry is how long before its link or PIN expires a mail is tried for the last
+	// time: a backoff step that would land later is shortened to it, so an outage that
+	// ends minutes before a PIN expires still delivers the PIN.
+	mailLastTry = 30 * time.Second
 	// mailBatch is how many mails one claim takes, and sends at once.
 	mailBatch = 16
 	// mailLease is how long a claimed mail is left to one worker: longer than a send may
@@ -195,7 +199,7 @@ func (s *Service) deliverMail(ctx context.Context) {
 
 // deliverOne sends one claimed mail and records the outcome: delivered mails are deleted;
 // failed ones are tried again with exponential backoff, and given up on once their link or
-// PIN has expired (or would have by the next try). Only the kind, id, account and error
+// PIN has (mailLastTry before its expiry, the last try, is past). Only the kind, id, account and error
 // are logged, never the message.
 func (s *Service) deliverOne(ctx context.Context, q QueuedMail) {
 	log := s.logger.With("kind", q.Kind, "mail_id", q.ID, "user_id", q.UserID, "attempt", q.Attempts)
@@ -226,7 +230,10 @@ func (s *Service) deliverOne(ctx context.Context, q QueuedMail) {
 		now = s.now()
 	}
 	next := now.Add(mailBackoff(q.Attempts))
-	giveUp := !next.Before(q.MailExpiresAt) || errors.Is(sendErr, errSealed)
+	if last := q.MailExpiresAt.Add(-mailLastTry); next.After(last) {
+		next = last
+	}
+	giveUp := !next.After(now) || errors.Is(sendErr, errSealed)
 	if giveUp {
 		log.ErrorContext(ctx, "publicauth: mail given up", "error", sendErr, "queued_at", q.CreatedAt)
 	} else {

@@ -125,5 +125,22 @@ func TestMailOutboxOutage(t *testing.T) {
 		if q, err := e.svc.MailQueue(ctx); err != nil || q != (publicauth.MailQueue{GivenUp: 1}) {
 			t.Errorf("MailQueue = %+v, %v; want 1 given up", q, err)
 		}
+
+		// An outage that ends a minute before the PIN expires still delivers it: the
+		// backoff step that would land past the expiry is shortened to the last try, 30
+		// seconds before it, instead of the mail being given up on minutes early.
+		proxy.SetDown(true)
+		wantStatus(t, e.postJSON(t, "/api/public/login", map[string]string{"email": pat, "password": password}), http.StatusOK)
+		e.svc.Wait()
+		var elapsed time.Duration
+		for elapsed < publicauth.DefaultPINLifespan-time.Minute {
+			e.clock.Advance(30 * time.Second)
+			elapsed += 30 * time.Second
+			e.svc.Wait()
+		}
+		proxy.SetDown(false)
+		e.clock.Advance(publicauth.DefaultPINLifespan - 30*time.Second - elapsed)
+		e.svc.Wait()
+		wantCounts("PIN mailed at its last try", 7, 2)
 	})
 }
