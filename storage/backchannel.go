@@ -218,15 +218,48 @@ func (s *Store) endSessions(tx *gorm.DB, limit int, where string, args ...any) (
 // concurrent workers claim disjoint sets without waiting; on SQLite the transaction holds the
 // write lock. Messages given up on are never claimed. The lease must outlast a delivery.
 func (s *Store) ClaimLogouts(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]LogoutMessage, error) {
+	rows, err := claimDue[logoutOutboxModel](ctx, s, now, lease, limit)
+	if err != nil {
+		return nil, fmt.Errorf("storage: claim logout messages: %w", err)
+	}
+	claimed := make([]LogoutMessage, 0, len(rows))
+	for _, r := range rows {
+		claimed = append(claimed, LogoutMessage{
+			ID: r.ID, ClientID: r.ClientID, SID: r.SID, Subject: r.Subject,
+			CreatedAt: timeUTC(r.CreatedAt), Attempts: r.Attempts,
+		})
+	}
+	return claimed, nil
+}
+
+// outboxRow is the pointer to an outbox table's model that claimDue needs: its id, and
+// counting the attempt a claim starts.
+type outboxRow[M any] interface {
+	*M
+	outboxID() string
+	countAttempt()
+}
+
+func (r *logoutOutboxModel) outboxID() string { return r.ID }
+func (r *logoutOutboxModel) countAttempt()    { r.Attempts++ }
+
+// claimDue claims, for an outbox table of model M (columns next_attempt_at, attempts,
+// failed_at), up to limit rows due at now: in one short transaction each claimed row's next
+// attempt moves to now+lease and its attempt count goes up by one, so no other worker (on
+// any replica) claims it again until the lease has passed. On Postgres the due rows are read
+// FOR UPDATE SKIP LOCKED, so concurrent workers claim disjoint sets without waiting; on
+// SQLite the transaction holds the write lock. Rows given up on (failed_at set) are never
+// claimed. The rows are returned as claimed, their attempt count already counting this one.
+func claimDue[M any, R outboxRow[M]](ctx context.Context, s *Store, now time.Time, lease time.Duration, limit int) ([]M, error) {
 	cutoff := utc(now)
-	var claimed []LogoutMessage
+	var rows []M
 	err := s.InTx(ctx, func(ctx context.Context) error {
+		rows = nil
 		tx := s.conn(ctx)
 		q := tx.Where("failed_at IS NULL AND next_attempt_at <= ?", cutoff).Order("next_attempt_at").Limit(limit)
 		if s.dialect == dialectPostgres {
 			q = q.Clauses(clause.Locking{Strength: "UPDATE", Options: "SKIP LOCKED"})
 		}
-		var rows []logoutOutboxModel
 		if err := q.Find(&rows).Error; err != nil {
 			return err
 		}
@@ -234,26 +267,17 @@ func (s *Store) ClaimLogouts(ctx context.Context, now time.Time, lease time.Dura
 			return nil
 		}
 		ids := make([]string, len(rows))
-		for i, r := range rows {
-			ids[i] = r.ID
+		for i := range rows {
+			ids[i] = R(&rows[i]).outboxID()
+			R(&rows[i]).countAttempt()
 		}
-		err := tx.Model(&logoutOutboxModel{}).Where("id IN ? AND next_attempt_at <= ?", ids, cutoff).
+		return tx.Model(new(M)).Where("id IN ? AND next_attempt_at <= ?", ids, cutoff).
 			Updates(map[string]any{"next_attempt_at": cutoff.Add(lease), "attempts": gorm.Expr("attempts + 1")}).Error
-		if err != nil {
-			return err
-		}
-		for _, r := range rows {
-			claimed = append(claimed, LogoutMessage{
-				ID: r.ID, ClientID: r.ClientID, SID: r.SID, Subject: r.Subject,
-				CreatedAt: timeUTC(r.CreatedAt), Attempts: r.Attempts + 1,
-			})
-		}
-		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("storage: claim logout messages: %w", err)
+		return nil, err
 	}
-	return claimed, nil
+	return rows, nil
 }
 
 // LogoutDelivered deletes the message with that id: its logout token was delivered.

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
 
 	"github.com/gatehouse-id/gatehouse/publicauth"
@@ -56,38 +54,13 @@ func (s *Store) EnqueueMail(ctx context.Context, m *publicauth.QueuedMail) error
 // concurrent workers on several replicas claim disjoint sets without waiting; on SQLite the
 // transaction holds the database's one write lock. Mails given up on are never claimed.
 func (s *Store) ClaimMail(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]publicauth.QueuedMail, error) {
-	cutoff := utc(now)
-	var claimed []publicauth.QueuedMail
-	err := s.InTx(ctx, func(ctx context.Context) error {
-		tx := s.conn(ctx)
-		q := tx.Where("failed_at IS NULL AND next_attempt_at <= ?", cutoff).Order("next_attempt_at").Limit(limit)
-		if s.dialect == dialectPostgres {
-			q = q.Clauses(clause.Locking{Strength: "UPDATE", Options: "SKIP LOCKED"})
-		}
-		var rows []mailOutboxModel
-		if err := q.Find(&rows).Error; err != nil {
-			return err
-		}
-		if len(rows) == 0 {
-			return nil
-		}
-		ids := make([]string, len(rows))
-		for i, r := range rows {
-			ids[i] = r.ID
-		}
-		err := tx.Model(&mailOutboxModel{}).Where("id IN ? AND next_attempt_at <= ?", ids, cutoff).
-			Updates(map[string]any{"next_attempt_at": cutoff.Add(lease), "attempts": gorm.Expr("attempts + 1")}).Error
-		if err != nil {
-			return err
-		}
-		for _, r := range rows {
-			r.Attempts++
-			claimed = append(claimed, r.toQueued())
-		}
-		return nil
-	})
+	rows, err := claimDue[mailOutboxModel](ctx, s, now, lease, limit)
 	if err != nil {
 		return nil, fmt.Errorf("storage: claim mail: %w", err)
+	}
+	claimed := make([]publicauth.QueuedMail, 0, len(rows))
+	for _, r := range rows {
+		claimed = append(claimed, r.toQueued())
 	}
 	return claimed, nil
 }
@@ -144,3 +117,6 @@ func (s *Store) PendingMail(ctx context.Context) ([]publicauth.QueuedMail, error
 	}
 	return out, nil
 }
+
+func (r *mailOutboxModel) outboxID() string { return r.ID }
+func (r *mailOutboxModel) countAttempt()    { r.Attempts++ }
