@@ -544,16 +544,7 @@ func TestFaultRedisOutage(t *testing.T) {
 // reads keep working before and after the writes. Bound: about 20s.
 func TestFaultReadOnlySQLite(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "gh.db")
-	fs := newFaultSetup(t, "sqlite:"+path)
-	adminEmail := "admin-" + fs.email
-	fs.gh.admin(t, "user", "create", "--email", adminEmail, "--password", testPassword, "--role", "admin", "--verified")
-	issuer := "http://" + freeAddr(t)
-	rw := newReplica(t, fs.gh.bin, "read-write server", issuer, "sqlite:"+path, "--login-rate-limit", "off")
-	g, err := newFlowDriver(fs, func() []string { return []string{rw.base()} }).flow(context.Background(), 0, flowOptions{})
-	if err != nil {
-		t.Fatalf("a flow before the database turns read-only: %v", err)
-	}
-	rw.stop(t)
+	fs, adminEmail, issuer, g := writableThenStopped(t, "sqlite:"+path)
 
 	ro := newReplica(t, fs.gh.bin, "read-only server", issuer, "sqlite:file:"+path+"?mode=ro", readOnlyFlags...)
 	if failed := faultReads(ro, fs, g); len(failed) > 0 {
@@ -618,16 +609,7 @@ func faultReads(r *replica, fs *faultSetup, g grant) []string {
 // held when its refresh was refused still refreshes. Bound: about 40s.
 func TestFaultDiskFull(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "gh.db")
-	fs := newFaultSetup(t, "sqlite:"+path)
-	adminEmail := "admin-" + fs.email
-	fs.gh.admin(t, "user", "create", "--email", adminEmail, "--password", testPassword, "--role", "admin", "--verified")
-	issuer := "http://" + freeAddr(t)
-	r := newReplica(t, fs.gh.bin, "server", issuer, "sqlite:"+path, "--login-rate-limit", "off")
-	g, err := newFlowDriver(fs, func() []string { return []string{r.base()} }).flow(context.Background(), 0, flowOptions{})
-	if err != nil {
-		t.Fatalf("a flow before the disk fills: %v", err)
-	}
-	r.stop(t)
+	fs, adminEmail, issuer, g := writableThenStopped(t, "sqlite:"+path)
 
 	full := newReplica(t, fs.gh.bin, "server on a full disk", issuer, "sqlite:"+path+"?_pragma=max_page_count(1)", readOnlyFlags...)
 	writes := refusedWrites(t, full.base(), fs, &g, adminEmail, true)
@@ -678,16 +660,7 @@ func TestFaultDiskFull(t *testing.T) {
 // serves a full flow and refreshes the grant from before. Bound: about 30s.
 func TestFaultPostgresReadOnly(t *testing.T) {
 	dsn := faultPostgres(t)
-	fs := newFaultSetup(t, dsn)
-	adminEmail := "admin-" + fs.email
-	fs.gh.admin(t, "user", "create", "--email", adminEmail, "--password", testPassword, "--role", "admin", "--verified")
-	issuer := "http://" + freeAddr(t)
-	rw := newReplica(t, fs.gh.bin, "read-write server", issuer, dsn, "--login-rate-limit", "off")
-	g, err := newFlowDriver(fs, func() []string { return []string{rw.base()} }).flow(context.Background(), 0, flowOptions{})
-	if err != nil {
-		t.Fatalf("a flow before the database turns read-only: %v", err)
-	}
-	rw.stop(t)
+	fs, adminEmail, issuer, g := writableThenStopped(t, dsn)
 
 	u, err := url.Parse(dsn)
 	if err != nil {
@@ -1095,4 +1068,23 @@ func TestFaultSMTPOutage(t *testing.T) {
 			rounds, len(mismatches), queuedAtKill, attemptsAtKill, tookBack.Seconds(), delivered, dups),
 		fmt.Sprintf("%d of %d mails (%s)", lost, total, strings.Join(counts, ", ")),
 	})
+}
+
+// writableThenStopped prepares a database for a case that takes writes away: the fault
+// setup, an admin user (adminEmail), and one whole flow through a server on the writable
+// database, stopped before the case restarts it under the fault on the same issuer. g is
+// what that flow left the client.
+func writableThenStopped(t *testing.T, dsn string) (fs *faultSetup, adminEmail, issuer string, g grant) {
+	t.Helper()
+	fs = newFaultSetup(t, dsn)
+	adminEmail = "admin-" + fs.email
+	fs.gh.admin(t, "user", "create", "--email", adminEmail, "--password", testPassword, "--role", "admin", "--verified")
+	issuer = "http://" + freeAddr(t)
+	rw := newReplica(t, fs.gh.bin, "server on the writable database", issuer, dsn, "--login-rate-limit", "off")
+	g, err := newFlowDriver(fs, func() []string { return []string{rw.base()} }).flow(context.Background(), 0, flowOptions{})
+	if err != nil {
+		t.Fatalf("a flow before the fault: %v", err)
+	}
+	rw.stop(t)
+	return fs, adminEmail, issuer, g
 }
