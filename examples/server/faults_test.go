@@ -628,17 +628,7 @@ func TestFaultDiskFull(t *testing.T) {
 	}
 	full.stop(t)
 
-	room := newReplica(t, fs.gh.bin, "server with room", issuer, "sqlite:"+path, "--login-rate-limit", "off")
-	d := newFlowDriver(fs, func() []string { return []string{room.base()} })
-	refreshErr := d.refresh(context.Background(), 0, &g)
-	if refreshErr != nil {
-		t.Errorf("the refresh token held when its refresh was refused, after the restart with room: %v", refreshErr)
-	}
-	_, flowErr := d.flow(context.Background(), 0, flowOptions{refreshes: 1})
-	if flowErr != nil {
-		t.Errorf("a flow after the restart with room: %v", flowErr)
-	}
-	room.stop(t)
+	refreshErr, flowErr := writableAgain(t, fs, issuer, "sqlite:"+path, &g, "after the restart with room")
 	faultSummary(t, faultRow{
 		"SQLite full (max_page_count(1)) under a restarted server, then a restart with room",
 		fmt.Sprintf("filling: %s; once full: %s; sessions rows unchanged by refused logins (%d); reads 200; log names \"disk full\": %v; after the restart: held refresh token %v, new flow %v",
@@ -683,17 +673,7 @@ func TestFaultPostgresReadOnly(t *testing.T) {
 	}
 	ro.stop(t)
 
-	back := newReplica(t, fs.gh.bin, "read-write server again", issuer, dsn, "--login-rate-limit", "off")
-	d := newFlowDriver(fs, func() []string { return []string{back.base()} })
-	refreshErr := d.refresh(context.Background(), 0, &g)
-	if refreshErr != nil {
-		t.Errorf("the grant from before, once writes are allowed again: %v", refreshErr)
-	}
-	_, flowErr := d.flow(context.Background(), 0, flowOptions{refreshes: 1})
-	if flowErr != nil {
-		t.Errorf("a flow once writes are allowed again: %v", flowErr)
-	}
-	back.stop(t)
+	refreshErr, flowErr := writableAgain(t, fs, issuer, dsn, &g, "once writes are allowed again")
 	faultSummary(t, faultRow{
 		"Postgres sessions read-only (default_transaction_read_only=on) under a restarted server",
 		fmt.Sprintf("reads 200 before and after; writes: %s; log names \"read-only\": %v; after a restart without it: refresh of the grant from before %v, new flow %v",
@@ -1087,4 +1067,21 @@ func writableThenStopped(t *testing.T, dsn string) (fs *faultSetup, adminEmail, 
 	}
 	rw.stop(t)
 	return fs, adminEmail, issuer, g
+}
+
+// writableAgain restarts the server on the writable database after a case that took
+// writes away and checks nothing was lost: the grant held through the fault refreshes, and
+// a new flow works. It returns both outcomes for the case's summary.
+func writableAgain(t *testing.T, fs *faultSetup, issuer, dsn string, g *grant, when string) (refreshErr, flowErr error) {
+	t.Helper()
+	back := newReplica(t, fs.gh.bin, "server on the writable database again", issuer, dsn, "--login-rate-limit", "off")
+	defer back.stop(t)
+	d := newFlowDriver(fs, func() []string { return []string{back.base()} })
+	if refreshErr = d.refresh(context.Background(), 0, g); refreshErr != nil {
+		t.Errorf("the grant held through the fault, %s: %v", when, refreshErr)
+	}
+	if _, flowErr = d.flow(context.Background(), 0, flowOptions{refreshes: 1}); flowErr != nil {
+		t.Errorf("a flow %s: %v", when, flowErr)
+	}
+	return refreshErr, flowErr
 }
