@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"unicode/utf8"
 )
 
 // NormalizeURI is raw as a proof's htu is compared (RFC 9449 §4.3 step 9): an absolute
@@ -25,6 +26,12 @@ func NormalizeURI(raw string) (string, error) {
 	// Hostname, not Host: "http://:" has a Host (":") but no host.
 	if u.Hostname() == "" || u.User != nil || u.Opaque != "" {
 		return "", errors.New("not an absolute URI with a host and no user information")
+	}
+	// strings.ToLower turns each byte of invalid UTF-8 into U+FFFD, which would make the
+	// result another host, and one whose escaped zone does not parse back (found by
+	// FuzzNormalizeURI: "http://[::%25\x80]").
+	if !utf8.ValidString(u.Hostname()) {
+		return "", errors.New("host is not valid UTF-8")
 	}
 	host, port := strings.ToLower(u.Hostname()), u.Port()
 	if (scheme == "http" && port == "80") || (scheme == "https" && port == "443") {
