@@ -157,6 +157,23 @@ func testTransactions(t *testing.T, s *storage.Store) {
 			}
 			return map[string]bool{"intx-commit-failed": false}
 		}},
+		{"a write that fails at Commit rolls back and gives the connection back", func(t *testing.T) map[string]bool {
+			c := mustCreateClient(t, s, "commit-flush-failed-client")
+			req := newRequest(t, c, "someone", t0.Add(time.Hour))
+			mustNoErr(t, "CreateAuthorizeCodeSession", s.CreateAuthorizeCodeSession(bg, "commit-flush-dup", req))
+			err := s.InTx(bg, func(ctx context.Context) error {
+				mustNoErr(t, "CreateClient", s.CreateClient(ctx, newClient("commit-flush-failed")))
+				// Pending until Commit, where its INSERT fails: the signature is taken.
+				return s.CreateAuthorizeCodeSession(ctx, "commit-flush-dup", req)
+			})
+			if err == nil {
+				t.Errorf("InTx whose code could not be written: got no error")
+			}
+			if stats, err := s.PoolStats(); err != nil || stats.InUse != 0 {
+				t.Errorf("after the failed commit: %d connections in use (%v), want 0", stats.InUse, err)
+			}
+			return map[string]bool{"commit-flush-failed": false, "commit-flush-failed-client": true}
+		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
