@@ -22,6 +22,7 @@ import (
 	"github.com/go-jose/go-jose/v3"
 
 	"github.com/gatehouse-id/gatehouse/events"
+	"github.com/gatehouse-id/gatehouse/internal/rsasign"
 	"github.com/gatehouse-id/gatehouse/storage"
 )
 
@@ -41,10 +42,13 @@ type keyStore interface {
 
 // signingKey is a decrypted key of the set.
 type signingKey struct {
-	kid       string
-	alg       string
-	private   jose.JSONWebKey // carries KeyID and Algorithm, so every JWS names its kid
-	public    jose.JSONWebKey
+	kid     string
+	alg     string
+	private jose.JSONWebKey // carries KeyID and Algorithm, so every JWS names its kid
+	public  jose.JSONWebKey
+	// signer is what signJWT hands go-jose: the bare private key, or for RS256 an
+	// rsaSigner built once here, so that OpenSSL gets the key once, not per signature.
+	signer    any
 	createdAt time.Time
 	retiredAt *time.Time
 }
@@ -70,6 +74,8 @@ type keySet struct {
 	log         *slog.Logger
 	// events records (and delivers) a KeyAdded per key added; nil records nothing.
 	events *events.Emitter
+	// rsa computes RS256 signatures (Config.RSASigner); nil signs with crypto/rsa.
+	rsa *rsasign.Engine
 
 	mu         sync.RWMutex
 	decrypted  map[string]*signingKey // every key ever decrypted, by kid; keys never change
@@ -242,8 +248,16 @@ func (ks *keySet) decrypt(row *storage.SigningKey) (*signingKey, error) {
 		alg:       row.Algorithm,
 		private:   jose.JSONWebKey{Key: priv, KeyID: row.KID, Algorithm: row.Algorithm, Use: "sig"},
 		public:    jose.JSONWebKey{Key: priv.Public(), KeyID: row.KID, Algorithm: row.Algorithm, Use: "sig"},
+		signer:    priv,
 		createdAt: row.CreatedAt,
 		retiredAt: row.RetiredAt,
+	}
+	if rsaKey, ok := priv.(*rsa.PrivateKey); ok && row.Algorithm == AlgRS256 {
+		s, err := ks.rsa.New(rsaKey)
+		if err != nil {
+			return nil, fmt.Errorf("signing key %s: %w", row.KID, err)
+		}
+		k.signer = &rsaSigner{s: s, public: &k.public}
 	}
 	ks.mu.Lock()
 	if ks.decrypted == nil {

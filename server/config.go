@@ -91,6 +91,9 @@ func serveCommand() (c *command, resolve func() (Config, error)) {
 	c.durationVar(&pc.LoginRequestLifespan, "login-request-ttl", "GATEHOUSE_LOGIN_REQUEST_TTL", provider.DefaultLoginRequestLifespan, "time a user has to log in and consent during an authorization request")
 	c.oneOfVar(&pc.AccessTokenAlg, "access-token-alg", "GATEHOUSE_ACCESS_TOKEN_ALG", provider.DefaultAccessTokenAlg,
 		[]string{provider.AlgRS256, provider.AlgES256, provider.AlgEdDSA}, "access token signing algorithm: RS256, ES256 or EdDSA")
+	c.oneOfVar(&pc.RSASigner, "rsa-signer", "GATEHOUSE_RSA_SIGNER", provider.DefaultRSASigner,
+		[]string{provider.RSASignerAuto, provider.RSASignerOpenSSL, provider.RSASignerGo},
+		"who computes RS256 signatures: auto (OpenSSL's libcrypto when it loads, else Go's crypto/rsa), openssl (refuse to start without it) or go")
 	c.boolVar(&pc.AllowConfidentialWithoutPKCE, "allow-confidential-without-pkce", "GATEHOUSE_ALLOW_CONFIDENTIAL_WITHOUT_PKCE", false,
 		"let confidential clients omit PKCE (public clients always need it)")
 	c.boolVar(&pc.DPoP.RequireNonce, "dpop-require-nonce", "GATEHOUSE_DPOP_REQUIRE_NONCE", false,

@@ -34,6 +34,9 @@ func TestServeConfigPrecedence(t *testing.T) {
 						t.Errorf("%s: got %q, want %q", k, got[k], want[k])
 					}
 				}
+				if cfg.Provider.RSASigner != "auto" {
+					t.Errorf("RSA signer: got %q, want auto", cfg.Provider.RSASigner)
+				}
 				if cfg.Provider.AccessTokenLifespan != time.Hour || cfg.Provider.RefreshTokenLifespan != 720*time.Hour {
 					t.Errorf("lifespans: got access %v refresh %v, want 1h and 720h", cfg.Provider.AccessTokenLifespan, cfg.Provider.RefreshTokenLifespan)
 				}
@@ -59,9 +62,12 @@ func TestServeConfigPrecedence(t *testing.T) {
 			name: "env overrides the default",
 			env: map[string]string{
 				"GATEHOUSE_ADDR": ":9000", "GATEHOUSE_ACCESS_TOKEN_TTL": "15m", "GATEHOUSE_LOG_LEVEL": "debug",
-				"GATEHOUSE_ACCESS_TOKEN_ALG": "es256", "GATEHOUSE_SKIP_MIGRATE": "true",
+				"GATEHOUSE_ACCESS_TOKEN_ALG": "es256", "GATEHOUSE_SKIP_MIGRATE": "true", "GATEHOUSE_RSA_SIGNER": "Go",
 			},
 			check: func(t *testing.T, cfg Config) {
+				if cfg.Provider.RSASigner != "go" {
+					t.Errorf("RSA signer: got %q, want go", cfg.Provider.RSASigner)
+				}
 				if cfg.Addr != ":9000" {
 					t.Errorf("addr: got %q, want :9000", cfg.Addr)
 				}
@@ -183,6 +189,7 @@ func TestServeConfigRejectsBadValues(t *testing.T) {
 		{"duration env that is not a duration", nil, map[string]string{"GATEHOUSE_REFRESH_TOKEN_TTL": "30 days"}},
 		{"unknown log level", nil, map[string]string{"GATEHOUSE_LOG_LEVEL": "loud"}},
 		{"unknown algorithm", []string{"--access-token-alg", "HS256"}, nil},
+		{"unknown RSA signer", []string{"--rsa-signer", "boringssl"}, nil},
 		{"demo neither true false nor auto", nil, map[string]string{"GATEHOUSE_DEMO": "maybe"}},
 		{"debug address on every interface", []string{"--debug-addr", ":6060"}, nil},
 		{"debug address not loopback", nil, map[string]string{"GATEHOUSE_DEBUG_ADDR": "0.0.0.0:6060"}},
