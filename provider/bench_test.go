@@ -169,32 +169,42 @@ func benchClientToken(b *testing.B, p *provider.Provider, issuer string) (form u
 	return form, token
 }
 
+// benchTokenCache runs bench with the cache of verified tokens on (the default) and off.
+func benchTokenCache(b *testing.B, bench func(b *testing.B, cfg provider.Config)) {
+	b.Run("cached", func(b *testing.B) { bench(b, provider.Config{}) })
+	b.Run("uncached", func(b *testing.B) { bench(b, provider.Config{VerifiedTokenCacheSize: -1}) })
+}
+
 // BenchmarkVerifyAccessToken measures Provider.VerifyAccessToken of one ES256 token
-// presented again and again, as an API beside the provider sees it: the signature, the
-// claims and the revocation query on SQLite.
+// presented again and again, as an API beside the provider sees it: the signature and the
+// claims (uncached) and the revocation query on SQLite.
 func BenchmarkVerifyAccessToken(b *testing.B) {
-	p, issuer := benchProvider(b, provider.Config{})
-	_, token := benchClientToken(b, p, issuer)
-	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := p.VerifyAccessToken(ctx, token); err != nil {
-			b.Fatal(err)
+	benchTokenCache(b, func(b *testing.B, cfg provider.Config) {
+		p, issuer := benchProvider(b, cfg)
+		_, token := benchClientToken(b, p, issuer)
+		ctx := context.Background()
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := p.VerifyAccessToken(ctx, token); err != nil {
+				b.Fatal(err)
+			}
 		}
-	}
+	})
 }
 
 // BenchmarkIntrospectAccessToken measures the introspection endpoint over loopback HTTP
 // for one ES256 access token introspected again and again.
 func BenchmarkIntrospectAccessToken(b *testing.B) {
-	p, issuer := benchProvider(b, provider.Config{})
-	form, token := benchClientToken(b, p, issuer)
-	form.Set("token", token)
-	hc := &http.Client{}
-	b.ReportAllocs()
-	for b.Loop() {
-		if body := postForm(b, hc, issuer+"/api/oauth/introspect", form); !strings.Contains(string(body), `"active":true`) {
-			b.Fatalf("introspection: %s", body)
+	benchTokenCache(b, func(b *testing.B, cfg provider.Config) {
+		p, issuer := benchProvider(b, cfg)
+		form, token := benchClientToken(b, p, issuer)
+		form.Set("token", token)
+		hc := &http.Client{}
+		b.ReportAllocs()
+		for b.Loop() {
+			if body := postForm(b, hc, issuer+"/api/oauth/introspect", form); !strings.Contains(string(body), `"active":true`) {
+				b.Fatalf("introspection: %s", body)
+			}
 		}
-	}
+	})
 }
