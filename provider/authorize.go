@@ -339,7 +339,7 @@ func (p *Provider) newAuthorizeResponse(ctx context.Context, ar fosite.Authorize
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, sessionEndedAsLoginRequired(err)
 	}
 	return resp, nil
 }

@@ -167,8 +167,14 @@ func (p *Provider) recordSessionClient(ctx context.Context, session *Session, ar
 	if sid == "" {
 		return nil
 	}
-	err := p.store.RecordSessionClient(ctx, sid, ar.GetClient().GetID())
-	if errors.Is(err, storage.ErrNotFound) {
+	return sessionEndedAsLoginRequired(p.store.RecordSessionClient(ctx, sid, ar.GetClient().GetID()))
+}
+
+// sessionEndedAsLoginRequired answers an authorization whose browser session ended while its
+// code was issued (storage.ErrSessionEnded, from RecordSessionClient or, where the record
+// was deferred, from the commit) with login_required: no code was issued.
+func sessionEndedAsLoginRequired(err error) error {
+	if errors.Is(err, storage.ErrSessionEnded) {
 		return fosite.ErrLoginRequired.WithHint("The session ended while the request was answered.")
 	}
 	return err

@@ -58,23 +58,26 @@ func (l *statementLog) during(fn func()) []string {
 var statementBudget = []struct {
 	op   string
 	want int
+	// onPostgres is want on Postgres, where it differs.
+	onPostgres int
 }{
 	// The session read, the code insert (PKCE and OpenID Connect data on the code row) and,
 	// in its transaction, the record of the client in the session's clients, which
-	// back-channel logout needs to know whom to tell when the session ends.
-	{"authorize with a session", 3},
+	// back-channel logout needs to know whom to tell when the session ends. On Postgres the
+	// code and the record are one statement, outside any transaction (no BEGIN, no COMMIT).
+	{"authorize with a session", 3, 2},
 	// The code read, its conditional invalidation and the refresh-token insert.
-	{"code exchange", 3},
+	{"code exchange", 3, 0},
 	// The token read, its conditional rotation, the rule revoking the grant's earlier access
 	// tokens (DESIGN.md §3) and the new refresh-token insert.
-	{"refresh", 4},
+	{"refresh", 4, 0},
 	// Nothing: the client is cached and the token stateless.
-	{"client_credentials", 0},
+	{"client_credentials", 0, 0},
 	// The revocation-rule query, and the user's email for username: the token measured
 	// carries the email scope (without it, the rule query alone).
-	{"introspection", 2},
+	{"introspection", 2, 0},
 	// The revocation-rule query and the user.
-	{"userinfo", 2},
+	{"userinfo", 2, 0},
 }
 
 // TestStatementBudget counts the statements of every hot operation, so the round trips
@@ -125,8 +128,12 @@ func TestStatementBudget(t *testing.T) {
 		}
 		for _, budget := range statementBudget {
 			sqls := log.during(ops[budget.op])
-			if len(sqls) != budget.want {
-				t.Errorf("%s: %d statements, want %d:\n\t%s", budget.op, len(sqls), budget.want, strings.Join(sqls, "\n\t"))
+			want := budget.want
+			if b.Name == "postgres" && budget.onPostgres != 0 {
+				want = budget.onPostgres
+			}
+			if len(sqls) != want {
+				t.Errorf("%s: %d statements, want %d:\n\t%s", budget.op, len(sqls), want, strings.Join(sqls, "\n\t"))
 			}
 			if budget.op == "code exchange" && issued.status != http.StatusOK {
 				t.Fatalf("code exchange: %s", issued)

@@ -5,10 +5,13 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
+	"reflect"
+	"strings"
 	"time"
 
 	"github.com/ory/fosite"
 	"gorm.io/gorm"
+	"gorm.io/gorm/callbacks"
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
 )
@@ -82,26 +85,48 @@ func logoutMessageID(sid, clientID string) string {
 // RecordSessionClient records that clientID was issued a code in the browser session sid, so
 // that the client receives a logout token when the session ends. Recording it again is not
 // an error. The provider calls it in the transaction that stores the code. It returns
-// ErrNotFound when the session no longer exists: a session that ended while the code was
-// being issued must not leave a client it will never tell. On Postgres the session row is
-// share-locked, so a concurrent end either waits for this transaction (and then sees its
-// client) or has committed first (and this finds no session).
+// ErrSessionEnded (an ErrNotFound) when the session no longer exists: a session that ended
+// while the code was being issued must not leave a client it will never tell. On Postgres
+// the session row is share-locked, so a concurrent end either waits for this transaction
+// (and then sees its client) or has committed first (and this finds no session).
+//
+// On Postgres, in a transaction where nothing has run but the creation of one code (an
+// authorization), the record is deferred: it is written with the code when the next
+// statement runs or at Commit, and an authorization that writes nothing else commits as one
+// statement, without BEGIN and COMMIT. Then Commit, not this call, returns ErrSessionEnded,
+// and the code is not written either.
 func (s *Store) RecordSessionClient(ctx context.Context, sid, clientID string) error {
+	if st := s.txFrom(ctx); st != nil && s.dialect == dialectPostgres && st.savepoint == "" &&
+		st.root.tx == nil && st.sessionClient == nil && len(st.pending) <= 1 {
+		st.sessionClient = &sessionClientRecord{sid: sid, clientID: clientID}
+		return nil
+	}
+	return s.recordSessionClient(s.conn(ctx), sid, clientID)
+}
+
+// ErrSessionEnded is ErrNotFound for the browser session a code is being issued in: it ended
+// first (RecordSessionClient).
+var ErrSessionEnded = fmt.Errorf("%w: the browser session ended", ErrNotFound)
+
+// sessionClientSQL records a session's client on Postgres and counts the session: a share
+// lock orders it against the session's end. DO NOTHING, not DO UPDATE: a session's repeated
+// authorizations at one client must not queue on a row lock of the pair until each commits.
+// Sharers do not wait for one another.
+const sessionClientSQL = `WITH session AS (SELECT sid FROM {sessions} WHERE sid = ? FOR SHARE),
+	recorded AS (INSERT INTO {session_clients} (sid, client_id) SELECT sid, ? FROM session
+		ON CONFLICT (sid, client_id) DO NOTHING)%s
+	SELECT COUNT(*) FROM session`
+
+// recordSessionClient is RecordSessionClient's statement, run on db.
+func (s *Store) recordSessionClient(db *gorm.DB, sid, clientID string) error {
 	var found int64
 	var err error
 	if s.dialect == dialectPostgres {
-		// DO NOTHING, not DO UPDATE: a session's repeated authorizations at one client
-		// must not queue on a row lock of the pair until each commits. The share lock on
-		// the session row is what orders them against the session's end; sharers do not
-		// wait for one another.
-		err = s.conn(ctx).Raw(s.sql(`WITH session AS (SELECT sid FROM {sessions} WHERE sid = ? FOR SHARE),
-			recorded AS (INSERT INTO {session_clients} (sid, client_id) SELECT sid, ? FROM session
-				ON CONFLICT (sid, client_id) DO NOTHING)
-			SELECT COUNT(*) FROM session`), sid, clientID).Scan(&found).Error
+		err = db.Raw(s.sql(fmt.Sprintf(sessionClientSQL, "")), sid, clientID).Scan(&found).Error
 	} else {
 		// SQLite has one writer at a time: the transaction orders it against the end.
 		// A conflict updates nothing but counts as a row, so 0 rows means no session.
-		res := s.conn(ctx).Exec(s.sql(`INSERT INTO {session_clients} (sid, client_id)
+		res := db.Exec(s.sql(`INSERT INTO {session_clients} (sid, client_id)
 			SELECT ?, ? WHERE EXISTS (SELECT 1 FROM {sessions} WHERE sid = ?)
 			ON CONFLICT (sid, client_id) DO UPDATE SET client_id = excluded.client_id`), sid, clientID, sid)
 		found, err = res.RowsAffected, res.Error
@@ -110,7 +135,51 @@ func (s *Store) RecordSessionClient(ctx context.Context, sid, clientID string) e
 		return fmt.Errorf("storage: record session client: %w", err)
 	}
 	if found == 0 {
-		return fmt.Errorf("storage: record session client: session %w", ErrNotFound)
+		return ErrSessionEnded
+	}
+	return nil
+}
+
+// issueInSession writes, as one statement on the pool (atomic by itself), the deferred record
+// rec and the code, if any, issued in its session: both only while the session exists, under
+// its share lock, as recordSessionClient orders them against the session's end. The code's
+// columns and values are those gorm's INSERT of it would write.
+func (s *Store) issueInSession(ctx context.Context, rec *sessionClientRecord, codes []*authorizationCodeModel) error {
+	db := s.db.WithContext(ctx)
+	args := []any{rec.sid, rec.clientID}
+	insert := ""
+	if len(codes) == 1 {
+		// The columns and values gorm's Create would write, without running (or logging, or
+		// tracing) a statement of its own.
+		stmt := &gorm.Statement{DB: db, Context: ctx, Clauses: map[string]clause.Clause{}, Dest: codes[0], Model: codes[0]}
+		if err := stmt.Parse(codes[0]); err != nil {
+			return fmt.Errorf("storage: create authorization code: %w", err)
+		}
+		stmt.ReflectValue = reflect.Indirect(reflect.ValueOf(codes[0]))
+		values := callbacks.ConvertToCreateValues(stmt)
+		if stmt.Error != nil || len(values.Values) != 1 {
+			return fmt.Errorf("storage: create authorization code: %v values, %w", len(values.Values), stmt.Error)
+		}
+		cols := make([]string, len(values.Columns))
+		marks := make([]string, len(values.Columns))
+		for i, c := range values.Columns {
+			cols[i], marks[i] = stmt.Quote(c.Name), "?"
+		}
+		// INSERT … SELECT from the locked session: no session, no code. Postgres types each
+		// parameter by the column it is inserted into.
+		insert = fmt.Sprintf(",\n\tcode AS (INSERT INTO %s (%s) SELECT %s FROM session)",
+			stmt.Quote(stmt.Table), strings.Join(cols, ", "), strings.Join(marks, ", "))
+		args = append(args, values.Values[0]...)
+	}
+	var found int64
+	err := db.Raw(s.sql(fmt.Sprintf(sessionClientSQL, insert)), args...).Scan(&found).Error
+	switch {
+	case err != nil && len(codes) == 1:
+		return fmt.Errorf("storage: create authorization code: %w", unavailable(err))
+	case err != nil:
+		return fmt.Errorf("storage: record session client: %w", unavailable(err))
+	case found == 0:
+		return ErrSessionEnded
 	}
 	return nil
 }

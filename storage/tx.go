@@ -30,7 +30,15 @@ type txState struct {
 	// after another, and all three go into the one INSERT written before the next statement,
 	// the commit or the savepoint's release (see CreateAuthorizeCodeSession).
 	pending []*authorizationCodeModel
+	// sessionClient is the RecordSessionClient of this transaction not written yet, nil when
+	// none is (see RecordSessionClient): on Postgres it and a pending code are written
+	// together at Commit, as one statement, when nothing else runs in the transaction.
+	sessionClient *sessionClientRecord
 }
+
+// sessionClientRecord is a deferred RecordSessionClient: client clientID was issued a code in
+// the browser session sid.
+type sessionClientRecord struct{ sid, clientID string }
 
 // txRoot is the database transaction of a BeginTX. It is begun lazily, by the first
 // statement that needs it: a transaction whose only write is the INSERT of its pending
@@ -52,19 +60,25 @@ func (st *txState) begin(ctx context.Context) (*gorm.DB, error) {
 	return st.root.tx.WithContext(ctx), nil
 }
 
-// flush writes the pending codes of st in one INSERT, inside the transaction.
+// flush writes the pending codes of st in one INSERT, inside the transaction, then the
+// deferred session client, if any.
 func (st *txState) flush(ctx context.Context) error {
-	if len(st.pending) == 0 {
+	if len(st.pending) == 0 && st.sessionClient == nil {
 		return nil
 	}
 	tx, err := st.begin(ctx)
 	if err != nil {
 		return err
 	}
-	rows := st.pending
-	st.pending = nil
-	if err := tx.Create(rows).Error; err != nil {
-		return fmt.Errorf("storage: create authorization code: %w", err)
+	if rows := st.pending; len(rows) > 0 {
+		st.pending = nil
+		if err := tx.Create(rows).Error; err != nil {
+			return fmt.Errorf("storage: create authorization code: %w", err)
+		}
+	}
+	if rec := st.sessionClient; rec != nil {
+		st.sessionClient = nil
+		return st.store.recordSessionClient(tx, rec.sid, rec.clientID)
 	}
 	return nil
 }
@@ -132,7 +146,19 @@ func (s *Store) Commit(ctx context.Context) error {
 	if st == nil {
 		return errNoTransaction
 	}
-	if st.savepoint == "" && st.root.tx == nil {
+	if st.savepoint == "" && st.root.tx == nil && st.sessionClient != nil && len(st.pending) <= 1 {
+		// Nothing ran in the transaction: its code and the session it was issued in are
+		// its one statement.
+		code, rec := st.pending, st.sessionClient
+		st.pending, st.sessionClient = nil, nil
+		if err := s.issueInSession(ctx, rec, code); err != nil {
+			aftercommit.Discard(ctx)
+			return err
+		}
+		aftercommit.Commit(ctx)
+		return nil
+	}
+	if st.savepoint == "" && st.root.tx == nil && st.sessionClient == nil {
 		// Nothing ran in the transaction: its pending codes are its one statement.
 		if len(st.pending) > 0 {
 			rows := st.pending
@@ -146,6 +172,11 @@ func (s *Store) Commit(ctx context.Context) error {
 		return nil
 	}
 	if err := st.flush(ctx); err != nil {
+		// What the transaction wrote before cannot commit without what failed: undo it,
+		// which also gives the connection back (Commit's caller does not roll back).
+		if rbErr := s.Rollback(ctx); rbErr != nil {
+			s.log.WarnContext(ctx, "storage: rollback after a failed commit failed", "error", rbErr)
+		}
 		return err
 	}
 	if st.savepoint != "" {
@@ -173,7 +204,7 @@ func (s *Store) Rollback(ctx context.Context) error {
 		return errNoTransaction
 	}
 	aftercommit.Discard(ctx)
-	st.pending = nil
+	st.pending, st.sessionClient = nil, nil
 	if st.savepoint != "" {
 		if err := st.root.tx.WithContext(ctx).RollbackTo(st.savepoint).Error; err != nil {
 			return fmt.Errorf("storage: rollback to savepoint: %w", err)
@@ -183,7 +214,9 @@ func (s *Store) Rollback(ctx context.Context) error {
 	if st.root.tx == nil {
 		return nil // nothing ran
 	}
-	if err := st.root.tx.Rollback().Error; err != nil {
+	tx := st.root.tx
+	st.root.tx = nil // a second Rollback (after a failed Commit rolled back) has nothing to do
+	if err := tx.Rollback().Error; err != nil {
 		return fmt.Errorf("storage: rollback: %w", unavailable(err))
 	}
 	return nil

@@ -3,6 +3,7 @@ package storagetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -230,8 +231,10 @@ func testClaimLogouts(t *testing.T, s *storage.Store) {
 }
 
 // testSessionEndRacesAuthorization: a session ending while a code is issued in it either
-// sees the client (and queues its logout message) or makes the issue fail: a client is
-// never recorded in a session that has ended without being told.
+// sees the client (and queues its logout message, and revokes the code) or makes the issue
+// fail, leaving no code: a client is never recorded in a session that has ended without
+// being told, and no code of an ended session can be redeemed. The issue is the provider's:
+// the code, then the session's client, in one transaction.
 func testSessionEndRacesAuthorization(t *testing.T, s *storage.Store) {
 	ctx := context.Background()
 	bcl := newClient("bcl")
@@ -240,24 +243,56 @@ func testSessionEndRacesAuthorization(t *testing.T, s *storage.Store) {
 	u := mustCreateUser(t, s, "race@example.com")
 	const rounds = 20
 	recorded := map[string]bool{}
-	for range rounds {
+	for round := range rounds {
 		sess := mustSession(t, s, u.ID, t0)
+		code := fmt.Sprint("race-code-", round)
 		var recordErr, endErr error
 		var wg sync.WaitGroup
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
 			recordErr = s.InTx(ctx, func(ctx context.Context) error {
+				if err := s.CreateAuthorizeCodeSession(ctx, code, grantIn(t, bcl, u.ID, sess.SID)); err != nil {
+					return err
+				}
 				return s.RecordSessionClient(ctx, sess.SID, "bcl")
 			})
 		}()
 		go func() { defer wg.Done(); endErr = s.DeleteSession(ctx, sess.IDHash) }()
 		wg.Wait()
 		mustNoErr(t, "DeleteSession", endErr)
-		if recordErr != nil && !errors.Is(recordErr, storage.ErrNotFound) {
+		if recordErr != nil && !errors.Is(recordErr, storage.ErrSessionEnded) {
 			t.Fatalf("RecordSessionClient: %v", recordErr)
 		}
 		recorded[sess.SID] = recordErr == nil
+		_, err := s.GetAuthorizeCodeSession(ctx, code, newSession())
+		switch {
+		case recordErr == nil && !errors.Is(err, fosite.ErrInvalidatedAuthorizeCode):
+			t.Errorf("round %d: the code issued before the session ended: %v, want revoked", round, err)
+		case recordErr != nil && !errors.Is(err, fosite.ErrNotFound):
+			t.Errorf("round %d: the code of a refused issue: %v, want none", round, err)
+		}
+	}
+	// A session already ended: the issue fails, in one statement or in a begun transaction
+	// (another statement after the record), and leaves no code.
+	ended := mustSession(t, s, u.ID, t0)
+	mustNoErr(t, "DeleteSession", s.DeleteSession(ctx, ended.IDHash))
+	for i, then := range []func(ctx context.Context) error{
+		func(context.Context) error { return nil },
+		func(ctx context.Context) error { _, err := s.ClientByID(ctx, "bcl"); return err },
+		func(ctx context.Context) error { return s.InTx(ctx, func(context.Context) error { return nil }) },
+	} {
+		code := fmt.Sprint("ended-code-", i)
+		err := s.InTx(ctx, func(ctx context.Context) error {
+			mustNoErr(t, "CreateAuthorizeCodeSession", s.CreateAuthorizeCodeSession(ctx, code, grantIn(t, bcl, u.ID, ended.SID)))
+			if err := s.RecordSessionClient(ctx, ended.SID, "bcl"); err != nil {
+				return err
+			}
+			return then(ctx)
+		})
+		checkErr(t, fmt.Sprintf("issue %d in an ended session", i), err, storage.ErrSessionEnded)
+		_, err = s.GetAuthorizeCodeSession(ctx, code, newSession())
+		checkErr(t, fmt.Sprintf("code %d of an ended session", i), err, fosite.ErrNotFound)
 	}
 	queued := map[string]bool{}
 	for _, m := range pending(t, s) {

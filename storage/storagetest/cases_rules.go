@@ -48,6 +48,7 @@ func ruleCases() []storageCase {
 		{"RevocationRuleExpiry", testRevocationRuleExpiry},
 		{"RevocationUnderConcurrentChecks", testRevocationUnderConcurrentChecks},
 		{"UserChangeUnderConcurrentReads", testUserChangeUnderConcurrentReads},
+		{"SessionEndUnderConcurrentReads", testSessionEndUnderConcurrentReads},
 	}
 }
 
@@ -316,3 +317,62 @@ func testUserChangeUnderConcurrentReads(t *testing.T, s *storage.Store) { userCh
 
 // testUserChangeAcrossReplicas is userChangeUnderLoad on two replicas.
 func testUserChangeAcrossReplicas(t *testing.T, a, b *storage.Store) { userChangeUnderLoad(t, a, b) }
+
+// sessionEndUnderLoad: while sessions are read without pause on both stores, a session
+// ended on one store is not found by any SessionByIDHash that begins after the end
+// returned, on either store, though concurrent reads share queries; each read gets its own
+// session and user, and expiry is judged by each read's own clock.
+func sessionEndUnderLoad(t *testing.T, a, b *storage.Store) {
+	ctx := context.Background()
+	u := mustCreateUser(t, a, "reader@example.com")
+	exp := time.Now().Add(time.Hour)
+	kept := []*publicauth.Session{mustSession(t, a, u.ID, exp), mustSession(t, a, "account-"+u.ID, exp)}
+	defer underLoad(t, a, b, func(s *storage.Store, i int) error {
+		switch i % 4 {
+		case 3:
+			if _, _, err := s.SessionByIDHash(ctx, "no-such-session", time.Now()); !errors.Is(err, publicauth.ErrSessionNotFound) {
+				return fmt.Errorf("unknown session: %v, want ErrSessionNotFound", err)
+			}
+			return nil
+		case 2:
+			// A read whose clock is past the session's expiry, batched with reads before it.
+			if _, _, err := s.SessionByIDHash(ctx, kept[0].IDHash, exp); !errors.Is(err, publicauth.ErrSessionNotFound) {
+				return fmt.Errorf("session read at its expiry: %v, want ErrSessionNotFound", err)
+			}
+			return nil
+		}
+		want := kept[i%2]
+		got, user, err := s.SessionByIDHash(ctx, want.IDHash, time.Now())
+		switch {
+		case err != nil:
+			return fmt.Errorf("SessionByIDHash(%s): %v", want.IDHash, err)
+		case got.SID != want.SID || got.UserID != want.UserID:
+			return fmt.Errorf("SessionByIDHash(%s): got session %+v, want %+v", want.IDHash, got, want)
+		case want.UserID == u.ID && (user == nil || user.ID != u.ID || user.Email != u.Email):
+			return fmt.Errorf("SessionByIDHash(%s): got user %+v, want %s", want.IDHash, user, u.ID)
+		case want.UserID != u.ID && user != nil:
+			return fmt.Errorf("SessionByIDHash(%s): got user %+v for an account outside users", want.IDHash, user)
+		}
+		return nil
+	})()
+
+	inRounds(t, a, b, func(round int, on *storage.Store) string {
+		sess := mustSession(t, on, u.ID, exp)
+		if _, _, err := on.SessionByIDHash(ctx, sess.IDHash, time.Now()); err != nil {
+			t.Fatalf("round %d: the new session: %v", round, err)
+		}
+		mustNoErr(t, "DeleteSession", on.DeleteSession(ctx, sess.IDHash))
+		return sess.IDHash
+	}, func(s *storage.Store, idHash string) error {
+		if sess, _, err := s.SessionByIDHash(ctx, idHash, time.Now()); !errors.Is(err, publicauth.ErrSessionNotFound) {
+			return fmt.Errorf("ended session read as %+v, %v; want ErrSessionNotFound", sess, err)
+		}
+		return nil
+	})
+}
+
+// testSessionEndUnderConcurrentReads is sessionEndUnderLoad on one store.
+func testSessionEndUnderConcurrentReads(t *testing.T, s *storage.Store) { sessionEndUnderLoad(t, s, s) }
+
+// testSessionEndAcrossReplicas is sessionEndUnderLoad on two replicas.
+func testSessionEndAcrossReplicas(t *testing.T, a, b *storage.Store) { sessionEndUnderLoad(t, a, b) }

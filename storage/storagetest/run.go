@@ -74,6 +74,7 @@ func RunReplicas(t *testing.T, replicas func(t *testing.T) (a, b *storage.Store)
 	}{
 		{"RevocationSeenAcrossReplicas", testRevocationAcrossReplicas},
 		{"UserChangeSeenAcrossReplicas", testUserChangeAcrossReplicas},
+		{"SessionEndSeenAcrossReplicas", testSessionEndAcrossReplicas},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			a, b := replicas(t)
