@@ -150,3 +150,61 @@ func benchDir(b *testing.B) string {
 	}
 	return b.TempDir()
 }
+
+// benchClientToken creates a client_credentials client on p and returns its credentials
+// and one access token issued to it.
+func benchClientToken(b *testing.B, p *provider.Provider, issuer string) (form url.Values, token string) {
+	b.Helper()
+	c, err := p.CreateClient(context.Background(), provider.ClientSpec{
+		ID: "svc", Name: "Service", GrantTypes: []string{"client_credentials"}, Scopes: []string{"manage_permissions"},
+		AuthMethod: "client_secret_post",
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	form = url.Values{"client_id": {"svc"}, "client_secret": {c.ClientSecret}}
+	body := postForm(b, &http.Client{}, issuer+"/api/oauth/token", url.Values{"grant_type": {"client_credentials"},
+		"client_id": {"svc"}, "client_secret": {c.ClientSecret}, "scope": {"manage_permissions"}})
+	token = regexp.MustCompile(`"access_token":"([^"]+)"`).FindStringSubmatch(string(body))[1]
+	return form, token
+}
+
+// benchTokenCache runs bench with the cache of verified tokens on (the default) and off.
+func benchTokenCache(b *testing.B, bench func(b *testing.B, cfg provider.Config)) {
+	b.Run("cached", func(b *testing.B) { bench(b, provider.Config{}) })
+	b.Run("uncached", func(b *testing.B) { bench(b, provider.Config{VerifiedTokenCacheSize: -1}) })
+}
+
+// BenchmarkVerifyAccessToken measures Provider.VerifyAccessToken of one ES256 token
+// presented again and again, as an API beside the provider sees it: the signature and the
+// claims (uncached) and the revocation query on SQLite.
+func BenchmarkVerifyAccessToken(b *testing.B) {
+	benchTokenCache(b, func(b *testing.B, cfg provider.Config) {
+		p, issuer := benchProvider(b, cfg)
+		_, token := benchClientToken(b, p, issuer)
+		ctx := context.Background()
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := p.VerifyAccessToken(ctx, token); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkIntrospectAccessToken measures the introspection endpoint over loopback HTTP
+// for one ES256 access token introspected again and again.
+func BenchmarkIntrospectAccessToken(b *testing.B) {
+	benchTokenCache(b, func(b *testing.B, cfg provider.Config) {
+		p, issuer := benchProvider(b, cfg)
+		form, token := benchClientToken(b, p, issuer)
+		form.Set("token", token)
+		hc := &http.Client{}
+		b.ReportAllocs()
+		for b.Loop() {
+			if body := postForm(b, hc, issuer+"/api/oauth/introspect", form); !strings.Contains(string(body), `"active":true`) {
+				b.Fatalf("introspection: %s", body)
+			}
+		}
+	})
+}

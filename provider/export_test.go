@@ -44,3 +44,15 @@ func (p *Provider) SignWithActiveKey(claims map[string]any, header map[string]an
 // DeliverLogouts runs one step of the back-channel logout worker (deliverLogouts), so tests
 // drive deliveries and retries without waiting for its ticker.
 func (p *Provider) DeliverLogouts(ctx context.Context) (int, error) { return p.deliverLogouts(ctx) }
+
+// TokenChecks is how many access tokens p has verified in full (parsed and their signature
+// checked) rather than taken from its cache of verified tokens.
+func (p *Provider) TokenChecks() uint64 { return p.verifier.checks.Load() }
+
+// VerifiedTokensCached is how many tokens p's cache of verified tokens holds; 0 when off.
+func (p *Provider) VerifiedTokensCached() int {
+	if p.verifier.verified == nil {
+		return 0
+	}
+	return p.verifier.verified.len()
+}

@@ -331,6 +331,15 @@ func (ks *keySet) lookup(kid string) (*signingKey, bool) {
 	return k, ok
 }
 
+// publishes reports whether the key kid names is published now. Unlike lookup it never
+// reloads: it is the cheap check that a key found before is still there.
+func (ks *keySet) publishes(kid string) bool {
+	ks.mu.RLock()
+	defer ks.mu.RUnlock()
+	_, ok := ks.byKID[kid]
+	return ok
+}
+
 // jwks returns the JSON Web Key Set document: public keys only.
 func (ks *keySet) jwks() []byte {
 	ks.mu.RLock()

@@ -161,7 +161,8 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	p.store.SetRefreshReuseGrace(cfg.RefreshReuseGrace)
 	p.store.SetSecurityEventRetention(max(cfg.SecurityEventRetention, 0)) // negative: forever
 	p.store.SetSecurityEventIPTruncation(cfg.TruncateEventIPs)
-	p.verifier = &accessTokenVerifier{keys: p.keys, store: p.store, issuer: cfg.Issuer, now: o.now}
+	p.verifier = &accessTokenVerifier{keys: p.keys, store: p.store, issuer: cfg.Issuer, now: o.now,
+		verified: newVerifiedTokens(cfg.VerifiedTokenCacheSize)}
 	if p.dpop, err = newDPoPVerifier(cfg, p.store, o.now); err != nil {
 		return fail(err)
 	}

@@ -2,12 +2,14 @@ package provider
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/ory/fosite"
@@ -81,6 +83,11 @@ type accessTokenVerifier struct {
 	store  *storage.Store
 	issuer string
 	now    func() time.Time
+	// verified caches the tokens accepted, so one presented again skips the parse and the
+	// signature check (Config.VerifiedTokenCacheSize); nil: every token is verified in full.
+	verified *verifiedTokens
+	// checks counts full verifications (check), for the tests.
+	checks atomic.Uint64
 }
 
 // looksLikeJWT reports whether token has a JWT's three segments: an access token rather
@@ -89,11 +96,68 @@ func looksLikeJWT(token string) bool { return strings.Count(token, ".") == 2 }
 
 // verify returns the access token token is and the reference the revocation rules match,
 // or ErrInvalidToken, or ErrUnavailable wrapping the store's error.
+//
+// A token accepted before, byte for byte, is taken from the cache instead of being parsed
+// and its signature checked again; what can change is checked on every request all the
+// same: its expiry by the provider's clock, that the key named by its kid is still
+// published (else it is verified in full, which refuses it) and, in the same query as for
+// a new token, that no revocation rule matches it. The checks fosite makes by the real
+// clock (iat and nbf not in the future, exp not past) stay passed as time goes on, and the
+// provider's clock decides expiry.
 func (v *accessTokenVerifier) verify(ctx context.Context, token string) (*AccessToken, storage.AccessTokenRef, error) {
-	var ref storage.AccessTokenRef
 	if !looksLikeJWT(token) {
-		return nil, ref, ErrInvalidToken
+		return nil, storage.AccessTokenRef{}, ErrInvalidToken
 	}
+	var digest tokenDigest
+	var t *verifiedToken
+	if v.verified != nil {
+		digest = sha256.Sum256([]byte(token))
+		if c, ok := v.verified.get(digest, v.now()); ok {
+			if v.keys.publishes(c.kid) {
+				t = c
+			} else {
+				v.verified.drop(digest) // its key was withdrawn: check below refuses it
+			}
+		}
+	}
+	cached := t != nil
+	if !cached {
+		var ref storage.AccessTokenRef
+		var err error
+		if t, ref, err = v.check(token); err != nil {
+			return nil, ref, err
+		}
+		if !v.now().Before(t.at.ExpiresAt) {
+			return nil, t.ref, ErrInvalidToken
+		}
+	}
+	// One query decides revocation, a deleted client's tokens included: storage.DeleteClient
+	// leaves a rule on the client, in the same transaction, on every replica at once.
+	revoked, err := v.store.AccessTokenRevoked(ctx, t.ref)
+	if err != nil {
+		return nil, t.ref, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	if revoked {
+		if cached {
+			v.verified.drop(digest) // revocation is for good: free its place
+		}
+		return nil, t.ref, ErrInvalidToken
+	}
+	if v.verified == nil {
+		return &t.at, t.ref, nil // no cache shares it: no copy needed
+	}
+	if !cached {
+		v.verified.put(digest, t)
+	}
+	return t.accessToken(), t.ref, nil
+}
+
+// check verifies what about token cannot change: its signature by a published key, its
+// type (at+jwt), issuer and claims. Expiry and revocation are verify's. On an error, the
+// reference is as far as it was read.
+func (v *accessTokenVerifier) check(token string) (*verifiedToken, storage.AccessTokenRef, error) {
+	v.checks.Add(1)
+	var ref storage.AccessTokenRef
 	parsed, err := v.keys.parse(token)
 	if err != nil || parsed == nil {
 		return nil, ref, ErrInvalidToken
@@ -115,19 +179,6 @@ func (v *accessTokenVerifier) verify(ctx context.Context, token string) (*Access
 		us < iat*1e6 || us >= (iat+1)*1e6:
 		return nil, ref, ErrInvalidToken
 	}
-	expiresAt := time.Unix(exp, 0).UTC()
-	if !v.now().Before(expiresAt) {
-		return nil, ref, ErrInvalidToken
-	}
-	// One query decides revocation, a deleted client's tokens included: storage.DeleteClient
-	// leaves a rule on the client, in the same transaction, on every replica at once.
-	revoked, err := v.store.AccessTokenRevoked(ctx, ref)
-	if err != nil {
-		return nil, ref, fmt.Errorf("%w: %w", ErrUnavailable, err)
-	}
-	if revoked {
-		return nil, ref, ErrInvalidToken
-	}
 	_, authTime := claims["auth_time"]
 	cnf, _ := claims["cnf"].(map[string]any)
 	jkt, _ := cnf["jkt"].(string)
@@ -135,19 +186,20 @@ func (v *accessTokenVerifier) verify(ctx context.Context, token string) (*Access
 		// A confirmation this verifier cannot check binds the token to something else.
 		return nil, ref, ErrInvalidToken
 	}
-	return &AccessToken{
+	kid, _ := parsed.Header["kid"].(string)
+	return &verifiedToken{kid: kid, ref: ref, at: AccessToken{
 		DPoPThumbprint: jkt,
 		Subject:        ref.Subject,
 		ClientID:       ref.ClientID,
 		Scopes:         strings.Fields(str("scope")),
 		Audience:       audienceOf(claims["aud"]),
 		IssuedAt:       time.Unix(iat, 0).UTC(),
-		ExpiresAt:      expiresAt,
+		ExpiresAt:      time.Unix(exp, 0).UTC(),
 		// A client_credentials token speaks for its client: sub is the client's id, and it
 		// has no auth_time, which every user token carries.
 		UserBound: ref.Subject != ref.ClientID || authTime,
 		Claims:    claims,
-	}, ref, nil
+	}}, ref, nil
 }
 
 // intClaim is the whole-number claim name of claims, and whether it is one.

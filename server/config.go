@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"log/slog"
+	"strconv"
 	"strings"
 
 	"github.com/gatehouse-id/gatehouse/provider"
@@ -79,6 +80,17 @@ func serveCommand() (c *command, resolve func() (Config, error)) {
 		"idle database connections kept for reuse; 0: 10 on Postgres, 8 on SQLite")
 	c.durationVar(&pc.ClientCacheRefresh, "client-cache-refresh", "GATEHOUSE_CLIENT_CACHE_REFRESH", provider.DefaultClientCacheRefresh,
 		"longest time a client change made elsewhere (another replica, the CLI) takes to show here; immediate on Postgres; negative turns the client cache off")
+	c.add("verified-token-cache-size", "N", "GATEHOUSE_VERIFIED_TOKEN_CACHE_SIZE", strconv.Itoa(provider.DefaultVerifiedTokenCacheSize),
+		"access tokens kept verified in memory, so one presented again skips its signature check (revocation and\n"+
+			"      expiry are checked every time); negative turns the cache off",
+		func(v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return errors.New("want a whole number")
+			}
+			pc.VerifiedTokenCacheSize = n
+			return nil
+		})
 	c.durationVar(&pc.AuthorizeCodeLifespan, "auth-code-ttl", "GATEHOUSE_AUTH_CODE_TTL", provider.DefaultAuthorizeCodeLifespan, "authorization code lifetime")
 	c.durationVar(&pc.AccessTokenLifespan, "access-token-ttl", "GATEHOUSE_ACCESS_TOKEN_TTL", provider.DefaultAccessTokenLifespan, "access token lifetime")
 	c.durationVar(&pc.IDTokenLifespan, "id-token-ttl", "GATEHOUSE_ID_TOKEN_TTL", provider.DefaultIDTokenLifespan, "ID token lifetime")

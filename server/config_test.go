@@ -43,6 +43,9 @@ func TestServeConfigPrecedence(t *testing.T) {
 				if cfg.LogLevel != slog.LevelInfo {
 					t.Errorf("log level: got %v, want info", cfg.LogLevel)
 				}
+				if got := cfg.Provider.VerifiedTokenCacheSize; got != 4096 {
+					t.Errorf("verified token cache size: got %d, want 4096", got)
+				}
 				if cfg.Provider.Secret != nil {
 					t.Errorf("secret: got %q, want none", cfg.Provider.Secret)
 				}
@@ -55,6 +58,15 @@ func TestServeConfigPrecedence(t *testing.T) {
 			check: func(t *testing.T, cfg Config) {
 				if got, want := cfg.Provider.DBPool, (storage.Pool{MaxOpenConns: 40, MaxIdleConns: 12}); got != want {
 					t.Errorf("pool: got %+v, want %+v", got, want)
+				}
+			},
+		},
+		{
+			name: "verified token cache size from env, negative for off",
+			env:  map[string]string{"GATEHOUSE_VERIFIED_TOKEN_CACHE_SIZE": "-1"},
+			check: func(t *testing.T, cfg Config) {
+				if got := cfg.Provider.VerifiedTokenCacheSize; got != -1 {
+					t.Errorf("verified token cache size: got %d, want -1 from the environment", got)
 				}
 			},
 		},
@@ -199,6 +211,7 @@ func TestServeConfigRejectsBadValues(t *testing.T) {
 		{"stray argument", []string{"extra"}, nil},
 		{"negative pool limit", []string{"--db-max-open-conns", "-1"}, nil},
 		{"pool limit that is not a number", nil, map[string]string{"GATEHOUSE_DB_MAX_IDLE_CONNS": "many"}},
+		{"verified token cache size that is not a number", []string{"--verified-token-cache-size", "lots"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
