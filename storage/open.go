@@ -31,11 +31,9 @@ type Store struct {
 	ownsPool bool
 	// clients caches the clients read (WithClientCacheRefresh).
 	clients *clientCache
-	// rules, users and sessions coalesce concurrent revocation checks, user reads and
-	// session reads (coalescer).
-	rules    *coalescer[int64]
-	users    *coalescer[*userModel]
-	sessions *coalescer[*sessionRow]
+	// rules and users coalesce concurrent revocation checks and user reads (coalescer).
+	rules *coalescer[int64]
+	users *coalescer[*userModel]
 	// accessLifespan bounds the revocation rules' lifetime (CoverAccessTokenLifespan).
 	accessLifespan atomic.Int64
 	// refreshGrace is the refresh-token reuse grace window (SetRefreshReuseGrace).
@@ -355,7 +353,6 @@ func newStore(dialector gorm.Dialector, d dialect, o options) (*Store, error) {
 	s := &Store{db: db, dialect: d, names: names, now: o.now, log: o.log, clients: newClientCache(o.clientRefresh, o.now)}
 	s.rules = newCoalescer(s.ruleTimes)
 	s.users = newCoalescer(s.usersByID)
-	s.sessions = newCoalescer(s.sessionsByIDHash)
 	return s, nil
 }
 

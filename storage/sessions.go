@@ -43,60 +43,16 @@ func (s *Store) CreateSession(ctx context.Context, sess *publicauth.Session) err
 // SessionByIDHash returns the session with that id hash whose ExpiresAt is after now and
 // the row of users with its account id, or a nil user when users has none (an account kept
 // outside Gatehouse); publicauth.ErrSessionNotFound for a missing, expired or deleted
-// session. It is one query, a left join. Outside a transaction, concurrent reads share that
-// query (coalescer), each answered by a statement that started after it was called, so a
-// session ended (logout, password reset) on any replica is never read again: every hosted
-// page, authorization and session check reads the session.
+// session. It is one query, a left join.
 func (s *Store) SessionByIDHash(ctx context.Context, idHash string, now time.Time) (*publicauth.Session, *publicauth.User, error) {
-	var found map[string]*sessionRow
-	var err error
-	if s.txFrom(ctx) != nil {
-		found, err = s.sessionsByIDHash(ctx, []string{idHash})
-	} else {
-		found, err = s.sessions.lookup(ctx, idHash)
+	var row struct {
+		Session sessionModel `gorm:"embedded"`
+		User    userModel    `gorm:"embedded;embeddedPrefix:u_"`
+		// The user's times, NULL without a users row: SQLite keeps the column type (and so
+		// the time parsing) only for a bare column, not for a COALESCE of it.
+		UserCreatedAt *time.Time `gorm:"column:user_created_at"`
+		UserUpdatedAt *time.Time `gorm:"column:user_updated_at"`
 	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("storage: get session: %w", err)
-	}
-	row, ok := found[idHash]
-	// Expiry is decided here, by the caller's clock, not in the shared query: the lookups of
-	// one batch may each pass their own now.
-	if !ok || !row.Session.ExpiresAt.After(utc(now)) {
-		return nil, nil, publicauth.ErrSessionNotFound
-	}
-	m := row.Session
-	var u *publicauth.User
-	if row.User.ID != "" && row.UserCreatedAt != nil && row.UserUpdatedAt != nil {
-		user := row.User
-		user.CreatedAt, user.UpdatedAt = *row.UserCreatedAt, *row.UserUpdatedAt
-		u = user.toUser()
-	}
-	return &publicauth.Session{
-		IDHash:    m.IDHash,
-		SID:       m.SID,
-		UserID:    m.UserID,
-		Kind:      m.Kind,
-		Method:    m.Method,
-		AuthTime:  timeUTC(m.AuthTime),
-		CreatedAt: timeUTC(m.CreatedAt),
-		ExpiresAt: timeUTC(m.ExpiresAt),
-	}, u, nil
-}
-
-// sessionRow is a session read with its user's row (SessionByIDHash).
-type sessionRow struct {
-	Session sessionModel `gorm:"embedded"`
-	User    userModel    `gorm:"embedded;embeddedPrefix:u_"`
-	// The user's times, NULL without a users row: SQLite keeps the column type (and so
-	// the time parsing) only for a bare column, not for a COALESCE of it.
-	UserCreatedAt *time.Time `gorm:"column:user_created_at"`
-	UserUpdatedAt *time.Time `gorm:"column:user_updated_at"`
-}
-
-// sessionsByIDHash reads the sessions with those id hashes, expired ones included, each with
-// its user's row (a left join): those that exist.
-func (s *Store) sessionsByIDHash(ctx context.Context, idHashes []string) (map[string]*sessionRow, error) {
-	var rows []sessionRow
 	err := s.conn(ctx).Table(s.names.table("sessions")).
 		Select(s.sql(`{sessions}.id_hash, {sessions}.sid, {sessions}.user_id, {sessions}.kind, {sessions}.method, {sessions}.auth_time,
 			{sessions}.created_at, {sessions}.expires_at, COALESCE({users}.id, '') AS u_id,
@@ -109,16 +65,30 @@ func (s *Store) sessionsByIDHash(ctx context.Context, idHashes []string) (map[st
 		// A left join: an account kept outside Gatehouse has no row in users. Every user
 		// column is coalesced, so such a row scans as an empty user id.
 		Joins(s.sql("LEFT JOIN {users} ON {users}.id = {sessions}.user_id")).
-		Where(s.inKeyList(s.sql("{sessions}.id_hash")), keyList(idHashes)).
-		Find(&rows).Error
+		Where(s.sql("{sessions}.id_hash = ? AND {sessions}.expires_at > ?"), idHash, utc(now)).
+		Take(&row).Error
 	if err != nil {
-		return nil, err
+		if isNotFound(err) {
+			return nil, nil, publicauth.ErrSessionNotFound
+		}
+		return nil, nil, fmt.Errorf("storage: get session: %w", err)
 	}
-	found := make(map[string]*sessionRow, len(rows))
-	for i := range rows {
-		found[rows[i].Session.IDHash] = &rows[i]
+	m := row.Session
+	var u *publicauth.User
+	if row.User.ID != "" && row.UserCreatedAt != nil && row.UserUpdatedAt != nil {
+		row.User.CreatedAt, row.User.UpdatedAt = *row.UserCreatedAt, *row.UserUpdatedAt
+		u = row.User.toUser()
 	}
-	return found, nil
+	return &publicauth.Session{
+		IDHash:    m.IDHash,
+		SID:       m.SID,
+		UserID:    m.UserID,
+		Kind:      m.Kind,
+		Method:    m.Method,
+		AuthTime:  timeUTC(m.AuthTime),
+		CreatedAt: timeUTC(m.CreatedAt),
+		ExpiresAt: timeUTC(m.ExpiresAt),
+	}, u, nil
 }
 
 // DeleteSession ends the session: in one transaction (a savepoint inside ctx's) it queues a

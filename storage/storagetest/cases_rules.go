@@ -320,8 +320,9 @@ func testUserChangeAcrossReplicas(t *testing.T, a, b *storage.Store) { userChang
 
 // sessionEndUnderLoad: while sessions are read without pause on both stores, a session
 // ended on one store is not found by any SessionByIDHash that begins after the end
-// returned, on either store, though concurrent reads share queries; each read gets its own
-// session and user, and expiry is judged by each read's own clock.
+// returned, on either store; each read gets its own session and user, and expiry is judged
+// by each read's own clock. It holds whether or not the store shares queries between
+// concurrent reads (it did for a while: see the README's "Performance").
 func sessionEndUnderLoad(t *testing.T, a, b *storage.Store) {
 	ctx := context.Background()
 	u := mustCreateUser(t, a, "reader@example.com")
