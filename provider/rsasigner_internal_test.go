@@ -20,18 +20,7 @@ import (
 func rsaKeySets(t testing.TB) map[rsasign.Backend]*keySet {
 	t.Helper()
 	ctx := context.Background()
-	store, err := storage.Open(ctx, "sqlite:"+t.TempDir()+"/keys.db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = store.Close() })
-	if err := store.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	seal, err := newSealer([]byte(strings.Repeat("k", 32)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, seal := openKeyStore(t)
 	sets := map[rsasign.Backend]*keySet{}
 	for _, backend := range []rsasign.Backend{rsasign.Go, rsasign.OpenSSL} {
 		eng, err := rsasign.Open(rsasign.Options{Backend: backend})
@@ -101,4 +90,24 @@ func BenchmarkSignJWT(b *testing.B) {
 			}
 		})
 	}
+}
+
+// openKeyStore opens a migrated SQLite store of its own and a sealer, what a keySet needs
+// underneath, for the tests and benchmarks of signing keys.
+func openKeyStore(t testing.TB) (*storage.Store, sealer) {
+	t.Helper()
+	ctx := context.Background()
+	store, err := storage.Open(ctx, "sqlite:"+t.TempDir()+"/keys.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	if err := store.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	seal, err := newSealer([]byte(strings.Repeat("k", 32)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store, seal
 }

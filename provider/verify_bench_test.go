@@ -5,31 +5,17 @@ import (
 	"crypto/rand"
 	"io"
 	"log/slog"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/ory/fosite/token/jwt"
-
-	"github.com/gatehouse-id/gatehouse/storage"
 )
 
 // BenchmarkParseJWT measures the signature check of the verify path (keySet.parse) for each
 // algorithm the provider signs with.
 func BenchmarkParseJWT(b *testing.B) {
 	ctx := context.Background()
-	store, err := storage.Open(ctx, "sqlite:"+b.TempDir()+"/keys.db")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = store.Close() })
-	if err := store.Migrate(ctx); err != nil {
-		b.Fatal(err)
-	}
-	seal, err := newSealer([]byte(strings.Repeat("k", 32)))
-	if err != nil {
-		b.Fatal(err)
-	}
+	store, seal := openKeyStore(b)
 	ks := &keySet{store: store, sealer: seal, random: rand.Reader, now: time.Now,
 		log: slog.New(slog.NewTextHandler(io.Discard, nil)), retention: time.Hour, reloadEvery: time.Hour}
 	if err := ks.ensure(ctx); err != nil {
