@@ -146,27 +146,23 @@ func (s *Store) Commit(ctx context.Context) error {
 	if st == nil {
 		return errNoTransaction
 	}
-	if st.savepoint == "" && st.root.tx == nil && st.sessionClient != nil && len(st.pending) <= 1 {
-		// Nothing ran in the transaction: its code and the session it was issued in are
-		// its one statement.
-		code, rec := st.pending, st.sessionClient
+	if st.savepoint == "" && st.root.tx == nil && (st.sessionClient == nil || len(st.pending) <= 1) {
+		// Nothing ran in the transaction: what it wrote (its codes, or a code and the record
+		// of the session it was issued in) is one statement on the pool, atomic by itself.
+		codes, rec := st.pending, st.sessionClient
 		st.pending, st.sessionClient = nil, nil
-		if err := s.issueInSession(ctx, rec, code); err != nil {
+		var err error
+		switch {
+		case rec != nil:
+			err = s.issueInSession(ctx, rec, codes)
+		case len(codes) > 0:
+			if err = s.db.WithContext(ctx).Create(codes).Error; err != nil {
+				err = fmt.Errorf("storage: create authorization code: %w", unavailable(err))
+			}
+		}
+		if err != nil {
 			aftercommit.Discard(ctx)
 			return err
-		}
-		aftercommit.Commit(ctx)
-		return nil
-	}
-	if st.savepoint == "" && st.root.tx == nil && st.sessionClient == nil {
-		// Nothing ran in the transaction: its pending codes are its one statement.
-		if len(st.pending) > 0 {
-			rows := st.pending
-			st.pending = nil
-			if err := s.db.WithContext(ctx).Create(rows).Error; err != nil {
-				aftercommit.Discard(ctx)
-				return fmt.Errorf("storage: create authorization code: %w", unavailable(err))
-			}
 		}
 		aftercommit.Commit(ctx)
 		return nil
