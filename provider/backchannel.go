@@ -161,13 +161,15 @@ func (s *Session) setBrowserSessionID(sid string) {
 }
 
 // recordSessionClient records, in the transaction ctx carries, that ar's client is issued a
-// code in the browser session of session, so it gets a logout token when that ends.
+// code in the browser session of session, so it gets a logout token when that ends. A
+// session that has ended is storage.ErrSessionEnded, here or (deferred) at the commit;
+// newAuthorizeResponse answers both (sessionEndedAsLoginRequired).
 func (p *Provider) recordSessionClient(ctx context.Context, session *Session, ar fosite.AuthorizeRequester) error {
 	sid := session.BrowserSessionID()
 	if sid == "" {
 		return nil
 	}
-	return sessionEndedAsLoginRequired(p.store.RecordSessionClient(ctx, sid, ar.GetClient().GetID()))
+	return p.store.RecordSessionClient(ctx, sid, ar.GetClient().GetID())
 }
 
 // sessionEndedAsLoginRequired answers an authorization whose browser session ended while its
