@@ -10,14 +10,14 @@ build:
 	$(GO) build ./...
 
 # server: the stand-alone server as bin/gatehouse, linked by Go's own linker. The cgo bindings
-# to OpenSSL (internal/rsasign) and libsodium (internal/argon2id) would otherwise make go link
-# it with the system linker, and that binary keeps about 14 MiB more of itself resident
+# to OpenSSL (internal/rsasign) and the native argon2id fill (internal/argon2id) would
+# otherwise make go link it with the system linker, and that binary keeps about 14 MiB more of itself resident
 # (README, "Performance").
 SERVER_LDFLAGS ?= -linkmode=internal
 server:
 	$(GO) build -ldflags='$(SERVER_LDFLAGS)' -o bin/gatehouse ./examples/server
 
-# test also runs the OpenSSL signer and the libsodium hasher linked as `make server` and
+# test also runs the OpenSSL signer and the native argon2id fill linked as `make server` and
 # `make bench` link them.
 test:
 	$(GO) test -race -count=1 -timeout 12m ./...

@@ -105,9 +105,9 @@ type PublicAuthConfig struct {
 	// wait.
 	PasswordHashQueue int
 	// PasswordHasher says who computes the argon2id password hashes:
-	// publicauth.PasswordHasherAuto (default: libsodium when it loads, else Go's
-	// golang.org/x/crypto/argon2; New logs which and why), publicauth.PasswordHasherSodium
-	// (New fails without libsodium) or publicauth.PasswordHasherGo. See
+	// publicauth.PasswordHasherAuto (default: the native AVX2 fill when the build and CPU
+	// allow it, else Go's golang.org/x/crypto/argon2; New logs which and why),
+	// publicauth.PasswordHasherNative (New fails without it) or publicauth.PasswordHasherGo. See
 	// publicauth.Config.PasswordHasher.
 	PasswordHasher string
 }

@@ -47,8 +47,8 @@ func TestMagicLinkAllowedOriginsRule(t *testing.T) {
 	}
 }
 
-// TestPasswordHasherSetting: each named hasher is used as asked (libsodium where this host
-// has it; where not, asking for it fails New), the default is auto, and another name is
+// TestPasswordHasherSetting: each named hasher is used as asked (the native fill where this
+// build and CPU can run it; where not, asking for it fails New), the default is auto, and another name is
 // refused.
 func TestPasswordHasherSetting(t *testing.T) {
 	store := storagetest.Backends(t)[0].Open(t)
@@ -57,10 +57,10 @@ func TestPasswordHasherSetting(t *testing.T) {
 		want   []string // the backends the service may use; none: New must fail
 		errSub string
 	}{
-		{"", []string{publicauth.PasswordHasherSodium, publicauth.PasswordHasherGo}, ""},
-		{publicauth.PasswordHasherAuto, []string{publicauth.PasswordHasherSodium, publicauth.PasswordHasherGo}, ""},
+		{"", []string{publicauth.PasswordHasherNative, publicauth.PasswordHasherGo}, ""},
+		{publicauth.PasswordHasherAuto, []string{publicauth.PasswordHasherNative, publicauth.PasswordHasherGo}, ""},
 		{publicauth.PasswordHasherGo, []string{publicauth.PasswordHasherGo}, ""},
-		{"bcrypt", nil, `PasswordHasher must be "auto", "libsodium" or "go", got "bcrypt"`},
+		{"bcrypt", nil, `PasswordHasher must be "auto", "native" or "go", got "bcrypt"`},
 	} {
 		t.Run(tc.hasher, func(t *testing.T) {
 			cfg := publicauth.Config{Secret: testSecret, PasswordHasher: tc.hasher, MailRetryInterval: -1}

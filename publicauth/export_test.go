@@ -17,8 +17,8 @@ var (
 	HashToken            = hashToken
 )
 
-// testKDF derives the tests' hashes as a server on this host would (libsodium where it
-// loads); the tests that compare backends open their own engines.
+// testKDF derives the tests' hashes as a server on this host would (natively where it
+// can); the tests that compare backends open their own engines.
 var testKDF = func() *argon2id.Engine {
 	e, err := argon2id.Open(argon2id.Options{})
 	if err != nil {

@@ -129,7 +129,7 @@ type Service struct {
 	random         io.Reader
 	logger         *slog.Logger
 	passwordParams argon2Params
-	// kdf derives the argon2id keys: libsodium or x/crypto (Config.PasswordHasher).
+	// kdf derives the argon2id keys: natively or with x/crypto (Config.PasswordHasher).
 	kdf *argon2id.Engine
 	// hashing bounds the argon2id work: every hash and verification runs through it.
 	hashing *hashPool
@@ -190,7 +190,7 @@ func New(cfg Config, store Store, opts ...Option) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("publicauth: derive PIN key: %w", err)
 	}
-	kdf, err := argon2id.Open(argon2id.Options{Backend: argon2id.Backend(cfg.PasswordHasher)})
+	kdf, err := argon2id.Open(argon2id.Options{Backend: argon2id.Backend(cfg.PasswordHasher), KeepBuffers: cfg.PasswordHashConcurrency})
 	if err != nil {
 		return nil, fmt.Errorf("publicauth: password hasher: %w", err)
 	}
@@ -235,7 +235,7 @@ func New(cfg Config, store Store, opts ...Option) (*Service, error) {
 		beforeRegister: o.beforeRegister,
 		passwordParams: defaultArgon2(),
 		kdf:            kdf,
-		hashing:        newHashPool(cfg.PasswordHashConcurrency, cfg.PasswordHashQueue, kdf.GoHeapBytes(argon2SaltLen, argon2Memory, argon2Threads, argon2KeyLen)),
+		hashing:        newHashPool(cfg.PasswordHashConcurrency, cfg.PasswordHashQueue, kdf.GoHeapBytes(argon2Memory, argon2Threads, argon2KeyLen)),
 		outbox:         outbox,
 	}
 	s.setAccounts(o.accounts)

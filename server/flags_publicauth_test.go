@@ -69,13 +69,13 @@ func TestPublicAuthFlags(t *testing.T) {
 			env: map[string]string{
 				"GATEHOUSE_SMTP_URL": "smtps://u:p@mail.example.com:465", "GATEHOUSE_MAIL_FROM": "ops@example.com",
 				"GATEHOUSE_REQUIRE_PIN": "true", "GATEHOUSE_LOGIN_RATE_LIMIT": "1000/1m", "GATEHOUSE_LOCKOUT": "3/5m",
-				"GATEHOUSE_PASSWORD_HASHER": "libsodium",
+				"GATEHOUSE_PASSWORD_HASHER": "native",
 			},
 			want: with(func(c *provider.PublicAuthConfig) {
 				c.SMTPURL, c.MailFrom, c.RequirePIN = "smtps://u:p@mail.example.com:465", "ops@example.com", true
 				c.LoginRateLimit = provider.RateLimit{Limit: 7, Window: time.Minute}
 				c.LockoutLimit = provider.RateLimit{Limit: 3, Window: 5 * time.Minute}
-				c.PasswordHasher = "libsodium"
+				c.PasswordHasher = "native"
 			}),
 		},
 	}

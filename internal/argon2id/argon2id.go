@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"runtime"
 
 	"golang.org/x/crypto/argon2"
 )
@@ -12,84 +13,90 @@ import (
 type Backend string
 
 const (
-	// Auto is libsodium when it can be loaded and passes the self-test, else Go.
+	// Auto is Native when this build and CPU can run it and it passes the self-test, else
+	// Go.
 	Auto Backend = "auto"
-	// Sodium is libsodium, or an error from Open when it cannot be used.
-	Sodium Backend = "libsodium"
+	// Native is the AVX2 fill, or an error from Open when it cannot run here.
+	Native Backend = "native"
 	// Go is golang.org/x/crypto/argon2.
 	Go Backend = "go"
 )
 
-// DefaultLibraries returns the libsodium files Auto and Sodium try, in order: 1.0.19 and
-// later (soname 26), then 1.0.12 to 1.0.18 (soname 23; argon2id arrived in 1.0.13, and
-// Open checks the function is there).
-func DefaultLibraries() []string { return []string{"libsodium.so.26", "libsodium.so.23"} }
-
-// ErrUnavailable is returned by Open with Backend Sodium when libsodium cannot be used.
-var ErrUnavailable = errors.New("argon2id: libsodium is unavailable")
+// ErrUnavailable is returned by Open with Backend Native when the native fill cannot run.
+var ErrUnavailable = errors.New("argon2id: the native fill is unavailable")
 
 // Options configures Open.
 type Options struct {
-	// Backend is Auto (the zero value means Auto), Sodium or Go.
+	// Backend is Auto (the zero value means Auto), Native or Go.
 	Backend Backend
-	// Libraries are the libsodium files to try, passed to dlopen in order; the first that
-	// loads and has crypto_pwhash_argon2id is used. Default DefaultLibraries().
-	Libraries []string
+	// KeepBuffers is how many hashes' memory the native path keeps mapped for the next
+	// hashes once they end; set it to the number of hashes that run at once (publicauth's
+	// pool size). Memory beyond it is unmapped after its hash. Default
+	// runtime.GOMAXPROCS(0). Buffers over KeepBufferMaxBytes are never kept.
+	KeepBuffers int
 }
 
-// Engine is the chosen backend. It is immutable and safe for concurrent use. A loaded
-// libsodium stays loaded for the life of the process; two Engines may coexist.
+// KeepBufferMaxBytes bounds the memory of one kept buffer (64 MiB): a stored hash with
+// a larger m still verifies, in memory mapped for it alone.
+const KeepBufferMaxBytes = 64 << 20
+
+// Engine is the chosen backend. It is safe for concurrent use. Its kept buffers are
+// unmapped when the Engine becomes unreachable, or at Close.
 type Engine struct {
-	backend Backend // Sodium or Go: the one that derives
+	backend Backend // Native or Go: the one that derives
 	reason  string
-	sodium  sodiumFunc // set when backend is Sodium
+	// buffers holds the mappings kept for reuse, at most KeepBuffers (native only).
+	buffers chan []byte
 }
 
-// Open chooses the backend and, for libsodium, loads it and checks it against x/crypto.
-// With Backend Sodium it fails with ErrUnavailable when no library loads, the self-test
-// fails or the binary was built without cgo; with Auto it falls back to Go and says why in
-// Reason.
+// Open chooses the backend and, for Native, checks it against x/crypto. With Backend Native
+// it fails with ErrUnavailable when the native fill cannot run here or fails the self-test;
+// with Auto it falls back to Go and says why in Reason.
 func Open(opts Options) (*Engine, error) {
 	switch opts.Backend {
 	case Go:
 		return &Engine{backend: Go, reason: "configured"}, nil
-	case "", Auto, Sodium:
+	case "", Auto, Native:
 	default:
-		return nil, fmt.Errorf("argon2id: unknown backend %q: want auto, libsodium or go", opts.Backend)
+		return nil, fmt.Errorf("argon2id: unknown backend %q: want auto, native or go", opts.Backend)
 	}
-	libs := opts.Libraries
-	if len(libs) == 0 {
-		libs = DefaultLibraries()
+	keep := opts.KeepBuffers
+	if keep <= 0 {
+		keep = runtime.GOMAXPROCS(0)
 	}
-	fn, version, err := loadSodium(libs)
+	e := &Engine{backend: Native, reason: "AVX2", buffers: make(chan []byte, keep)}
+	err := nativeReason()
 	if err == nil {
-		err = selfTest(fn)
+		err = e.selfTest()
 	}
 	if err != nil {
-		if opts.Backend == Sodium {
+		freeBuffers(e.buffers)
+		if opts.Backend == Native {
 			return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 		}
 		return &Engine{backend: Go, reason: err.Error()}, nil
 	}
-	return &Engine{backend: Sodium, reason: version, sodium: fn}, nil
+	runtime.AddCleanup(e, freeBuffers, e.buffers)
+	return e, nil
 }
 
-// selfTest derives a key with fn and with x/crypto from the same small input (64 KiB, so
-// it costs well under a millisecond) and refuses fn unless both agree.
-func selfTest(fn sodiumFunc) error {
+// selfTest derives a key natively and with x/crypto from the same small input (64 KiB, two
+// passes, so both addressing modes and the XOR of later passes run; well under a
+// millisecond) and refuses the native fill unless both agree.
+func (e *Engine) selfTest() error {
 	pw, salt := []byte("gatehouse self-test"), []byte("0123456789abcdef")
 	const time, memory, keyLen = 2, 64, 32
-	got, err := fn.key(pw, salt, time, memory, keyLen)
+	got, err := e.nativeKey(pw, salt, time, memory, keyLen)
 	if err != nil {
 		return fmt.Errorf("self-test: %w", err)
 	}
 	if !bytes.Equal(got, argon2.IDKey(pw, salt, time, memory, 1, keyLen)) {
-		return errors.New("self-test: libsodium's argon2id differs from x/crypto's; not used")
+		return errors.New("self-test: the native argon2id differs from x/crypto's; not used")
 	}
 	return nil
 }
 
-// Backend is Sodium or Go; a nil Engine is Go.
+// Backend is Native or Go; a nil Engine is Go.
 func (e *Engine) Backend() Backend {
 	if e == nil {
 		return Go
@@ -97,8 +104,8 @@ func (e *Engine) Backend() Backend {
 	return e.backend
 }
 
-// Reason says why: the loaded library and version, "configured" for Go by choice, or why
-// libsodium could not be used.
+// Reason says why: "AVX2" for Native, "configured" for Go by choice, or why the native
+// fill could not be used.
 func (e *Engine) Reason() string {
 	if e == nil {
 		return "no engine"
@@ -108,12 +115,12 @@ func (e *Engine) Reason() string {
 
 // Key derives a keyLen-byte argon2id key from password and salt with time passes over
 // memory KiB in threads lanes: argon2.IDKey's arguments and result, and its panics for
-// time or threads below 1. libsodium derives it when the engine has it and the parameters
-// are ones it takes (sodiumTakes); x/crypto otherwise, and also should libsodium fail (it
-// fails only when it cannot map the memory).
+// time or threads below 1. The native fill derives it when the engine has it and the
+// parameters are ones it takes (nativeTakes); x/crypto otherwise, and also should the
+// memory not be mappable.
 func (e *Engine) Key(password, salt []byte, time, memory uint32, threads uint8, keyLen uint32) []byte {
-	if e.handles(len(salt), memory, threads, keyLen) && time >= 1 {
-		if key, err := e.sodium.key(password, salt, time, memory, keyLen); err == nil {
+	if e.handles(memory, threads, keyLen) && time >= 1 {
+		if key, err := e.nativeKey(password, salt, time, memory, keyLen); err == nil {
 			return key
 		}
 	}
@@ -121,29 +128,90 @@ func (e *Engine) Key(password, salt []byte, time, memory uint32, threads uint8, 
 }
 
 // GoHeapBytes is how much a Key with these parameters allocates in the Go heap: nothing
-// when libsodium derives it (its memory is mapped outside the heap and unmapped after),
-// memory KiB when x/crypto does.
-func (e *Engine) GoHeapBytes(saltLen int, memory uint32, threads uint8, keyLen uint32) uint64 {
-	if e.handles(saltLen, memory, threads, keyLen) {
+// when the native path derives it (its memory is mapped outside the heap), memory KiB when
+// x/crypto does.
+func (e *Engine) GoHeapBytes(memory uint32, threads uint8, keyLen uint32) uint64 {
+	if e.handles(memory, threads, keyLen) {
 		return 0
 	}
 	return uint64(memory) * 1024
 }
 
-func (e *Engine) handles(saltLen int, memory uint32, threads uint8, keyLen uint32) bool {
-	return e.Backend() == Sodium && sodiumTakes(saltLen, memory, threads, keyLen)
+// Close unmaps the kept buffers now rather than when the Engine is collected. The Engine
+// still works after Close: it maps memory again as it needs it.
+func (e *Engine) Close() {
+	if e != nil && e.buffers != nil {
+		freeBuffers(e.buffers)
+	}
 }
 
-// Bounds of libsodium's crypto_pwhash_argon2id (crypto_pwhash_argon2id.h): one lane, a
-// crypto_pwhash_argon2id_SALTBYTES salt, at least _BYTES_MIN bytes of key and _MEMLIMIT_MIN
-// bytes of memory. Its upper bounds (2^32-1 key bytes, 4 TiB) are beyond a uint32 of KiB.
-const (
-	sodiumSaltLen      = 16
-	sodiumMinKeyLen    = 16
-	sodiumMinMemoryKiB = 8
-)
+func (e *Engine) handles(memory uint32, threads uint8, keyLen uint32) bool {
+	return e.Backend() == Native && nativeTakes(memory, threads, keyLen)
+}
 
-// sodiumTakes reports whether libsodium's argon2id accepts these parameters.
-func sodiumTakes(saltLen int, memory uint32, threads uint8, keyLen uint32) bool {
-	return threads == 1 && saltLen == sodiumSaltLen && keyLen >= sodiumMinKeyLen && memory >= sodiumMinMemoryKiB
+// nativeMinKeyLen is the least tag length RFC 9106 §3.1 allows; x/crypto takes shorter
+// ones, so they go there.
+const nativeMinKeyLen = 4
+
+// nativeTakes reports whether the native path computes a hash with these parameters: one
+// lane, a tag of at least nativeMinKeyLen bytes. Any memory is rounded as RFC 9106 says.
+func nativeTakes(memory uint32, threads uint8, keyLen uint32) bool {
+	return threads == 1 && keyLen >= nativeMinKeyLen
+}
+
+// nativeKey derives a one-lane key with the native fill in a buffer of the engine's.
+func (e *Engine) nativeKey(password, salt []byte, time, memory, keyLen uint32) ([]byte, error) {
+	blocks := laneBlocks(memory)
+	mem, err := e.takeBuffer(int(blocks) * blockSize)
+	if err != nil {
+		return nil, err
+	}
+	defer e.keepBuffer(mem)
+	firstBlocks(mem, password, salt, time, memory, keyLen)
+	fillNative(mem, blocks, time)
+	key := make([]byte, keyLen)
+	hashPrime(key, mem[(blocks-1)*blockSize:blocks*blockSize])
+	return key, nil
+}
+
+// takeBuffer returns size bytes of mapped memory: a kept buffer large enough, else a new
+// mapping. Every block is written before it is read, so what a reused buffer held does
+// not matter.
+func (e *Engine) takeBuffer(size int) ([]byte, error) {
+	select {
+	case mem := <-e.buffers:
+		if cap(mem) >= size {
+			return mem[:size], nil
+		}
+		freeBuffer(mem)
+	default:
+	}
+	return newBuffer(size)
+}
+
+// keepBuffer keeps mem for the next hash, or unmaps it when enough are kept or it is too
+// large to keep.
+func (e *Engine) keepBuffer(mem []byte) {
+	mem = mem[:cap(mem)]
+	if len(mem) <= KeepBufferMaxBytes {
+		select {
+		case e.buffers <- mem:
+			return
+		default:
+		}
+	}
+	freeBuffer(mem)
+}
+
+// freeBuffers unmaps the buffers kept in buffers. It is the Engine's cleanup, so it must not
+// refer to the Engine.
+func freeBuffers(buffers chan []byte) {
+	for {
+		select {
+		case mem := <-buffers:
+			freeBuffer(mem)
+		default:
+			return
+		}
+	}
 }
