@@ -72,6 +72,7 @@ FUZZTIME ?= 30s
 FUZZMINIMIZETIME ?= 100x
 FUZZFLAGS ?=
 FUZZ_TARGETS := \
+	./internal/argon2id:FuzzKey \
 	./internal/bearer:FuzzFromHeader \
 	./internal/httpjson:FuzzDecode \
 	./publicauth:FuzzEmailKey \
