@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+	"unsafe"
 
 	"golang.org/x/crypto/argon2"
 )
@@ -144,15 +146,18 @@ func TestReferenceVector(t *testing.T) {
 	}
 }
 
-// TestKeptBuffers: an engine keeps at most KeepBuffers mappings, reuses them, never keeps
-// one over KeepBufferMaxBytes, and Close unmaps what it kept.
+// TestKeptBuffers: an engine keeps at most KeepBuffers buffers and reuses them, never keeps
+// one over KeepBufferMaxBytes, lets them go KeepFor after the last hash, and at Close.
 func TestKeptBuffers(t *testing.T) {
 	if !nativeHere(t) {
 		t.Skip("no native fill here")
 	}
-	eng, err := Open(Options{Backend: Native, KeepBuffers: 2})
+	eng, err := Open(Options{Backend: Native, KeepBuffers: 2, KeepFor: time.Hour})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if n := len(eng.buffers); n != 0 {
+		t.Fatalf("%d buffers kept after Open, want 0", n)
 	}
 	pw, salt := []byte("pw"), []byte("0123456789abcdef")
 	var wg sync.WaitGroup
@@ -164,22 +169,65 @@ func TestKeptBuffers(t *testing.T) {
 	if n := len(eng.buffers); n < 1 || n > 2 {
 		t.Fatalf("%d buffers kept after four hashes, want 1 or 2 (KeepBuffers 2)", n)
 	}
+	reused := <-eng.buffers
+	eng.buffers <- reused
+	for range 3 { // one at a time: each takes a kept buffer and gives it back
+		eng.Key(pw, salt, 1, 1024, 1, 32)
+	}
+	found := false
+	for range len(eng.buffers) {
+		mem := <-eng.buffers
+		found = found || unsafe.SliceData(mem) == unsafe.SliceData(reused)
+		defer func() { eng.buffers <- mem }()
+	}
+	if !found {
+		t.Fatal("a kept buffer was not reused")
+	}
+
 	eng.Key(pw, salt, 1, 128*1024, 1, 32) // 128 MiB: over KeepBufferMaxBytes
 	for range len(eng.buffers) {
 		if mem := <-eng.buffers; cap(mem) > KeepBufferMaxBytes {
 			t.Fatalf("kept a %d-byte buffer, over KeepBufferMaxBytes", cap(mem))
 		} else {
-			eng.buffers <- mem
+			defer func() { eng.buffers <- mem }()
 		}
 	}
-	eng.Close()
-	if n := len(eng.buffers); n != 0 {
-		t.Fatalf("%d buffers kept after Close, want 0", n)
+}
+
+func TestKeptBuffersReleased(t *testing.T) {
+	if !nativeHere(t) {
+		t.Skip("no native fill here")
 	}
-	if got, want := eng.Key(pw, salt, 1, 64, 1, 32), argon2.IDKey(pw, salt, 1, 64, 1, 32); !bytes.Equal(got, want) {
-		t.Fatal("a closed engine derives a wrong key")
-	}
-	eng.Close()
+	pw, salt := []byte("pw"), []byte("0123456789abcdef")
+	t.Run("after KeepFor", func(t *testing.T) {
+		eng, err := Open(Options{Backend: Native, KeepFor: 20 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		eng.Key(pw, salt, 1, 64, 1, 32)
+		deadline := time.Now().Add(10 * time.Second)
+		for len(eng.buffers) != 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d buffers still kept 10 s after the last hash, KeepFor 20ms", len(eng.buffers))
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
+	t.Run("at Close", func(t *testing.T) {
+		eng, err := Open(Options{Backend: Native, KeepFor: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		eng.Key(pw, salt, 1, 64, 1, 32)
+		eng.Close()
+		if n := len(eng.buffers); n != 0 {
+			t.Fatalf("%d buffers kept after Close, want 0", n)
+		}
+		if got, want := eng.Key(pw, salt, 1, 64, 1, 32), argon2.IDKey(pw, salt, 1, 64, 1, 32); !bytes.Equal(got, want) {
+			t.Fatal("a closed engine derives a wrong key")
+		}
+		eng.Close()
+	})
 }
 
 // TestConcurrentKeys: one engine derives from many goroutines at once (run under -race),

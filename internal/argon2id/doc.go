@@ -9,10 +9,10 @@
 //   - the block compression: x/crypto's assembly works on 128-bit SSE registers; the native
 //     fill (fill_avx2.h, cgo) on 256-bit AVX2 ones;
 //   - the memory: x/crypto allocates 19 MiB afresh for every hash and leaves it to the
-//     collector; the native path keeps a few mappings outside the Go heap and reuses them, in
-//     transparent huge pages. On a virtual machine, faulting 19 MiB in 4 KiB pages costs
-//     about as much as the hash's arithmetic (libsodium, which maps afresh per hash, spent
-//     11–15 ms of its 25–30 ms in the kernel here).
+//     collector; the native path keeps a few hashes' memory and reuses it while hashes keep
+//     coming. On a virtual machine, faulting 19 MiB in fresh 4 KiB pages costs about as much
+//     as the hash's arithmetic (libsodium, which maps afresh per hash, spent 11–15 ms of its
+//     25–30 ms in the kernel here).
 //
 // The native path covers one lane (p = 1, which is what Gatehouse stores); Key gives every
 // other parameter set to x/crypto. Only the fill is native: H0, the first blocks and the tag

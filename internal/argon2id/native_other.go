@@ -9,7 +9,3 @@ func nativeReason() error {
 }
 
 func fillNative([]byte, uint32, uint32) { panic("argon2id: no native fill in this build") }
-
-func newBuffer(int) ([]byte, error) { return nil, nativeReason() }
-
-func freeBuffer([]byte) {}
