@@ -78,9 +78,10 @@ type Config struct {
 	// AVX2 fill when the binary was built with cgo on Linux amd64, the CPU has AVX2 and
 	// the fill passes a self-test, else golang.org/x/crypto/argon2; New logs which and
 	// why), PasswordHasherNative (New fails without it) or PasswordHasherGo. The native
-	// fill takes well under half the time and none of the Go heap (it keeps
-	// PasswordHashConcurrency hashes' memory mapped for reuse); both compute the same
-	// hashes, so the choice can change at any time. See package internal/argon2id.
+	// fill takes well under half the CPU and leaves no garbage (it keeps up to
+	// PasswordHashConcurrency hashes' memory for reuse, until 5 s after the last hash);
+	// both compute the same hashes, so the choice can change at any time. See package
+	// internal/argon2id.
 	PasswordHasher string
 	// MailRetryInterval is how often this service's mail worker looks for mail in the
 	// outbox due for another attempt (a mail is tried at once when queued; after a failure
@@ -132,7 +133,8 @@ const (
 	// DefaultPasswordHashQueueFactor times Config.PasswordHashConcurrency is the default
 	// Config.PasswordHashQueue.
 	DefaultPasswordHashQueueFactor = 16
-	DefaultPasswordHasher          = PasswordHasherAuto
+	// DefaultPasswordHasher is Config.PasswordHasher's default.
+	DefaultPasswordHasher = PasswordHasherAuto
 )
 
 // Values of Config.PasswordHasher.

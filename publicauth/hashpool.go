@@ -15,10 +15,10 @@ import (
 // ErrBusy at once. Waiting costs no memory and no CPU (a blocked channel send), and the
 // hashing is CPU-bound, so slots near GOMAXPROCS keep the throughput.
 //
-// The native fill (internal/argon2id) hashes in memory mapped outside the Go heap and kept
-// for the next hash, leaving no garbage: hashBytes is then 0 and the pool never collects. Where it
-// cannot be used, golang.org/x/crypto/argon2 allocates a hash's memory afresh on every call
-// and takes no buffer, so each hash leaves 19 MiB of garbage. Left to the collector's own pacing, that
+// The native fill (internal/argon2id) reuses a hash's memory for the next hash, leaving no
+// garbage: hashBytes is then 0 and the pool never collects. Where it cannot be used,
+// golang.org/x/crypto/argon2 allocates a hash's memory afresh on every call and takes no
+// buffer, so each hash leaves 19 MiB of garbage. Left to the collector's own pacing, that
 // garbage piles up to the heap's next target, several hashes' worth: peak memory grows, and
 // under a memory limit the runtime hands the pages back to the kernel and faults them in
 // again on the next hash. So when the heap the collector must scan is smaller than the
