@@ -69,44 +69,52 @@ __attribute__((target("avx2"))) static inline __m256i gh_rotr63(__m256i x) {
 } while (0)
 
 /* next = G(prev, ref), XORed into next's old value when with_xor (passes after the first,
- * version 0x13): R = prev ^ ref; Z = P on R's rows, then on its columns; result Z ^ R. */
+ * version 0x13): R = prev ^ ref; Z = P on R's rows, then on its columns; result Z ^ R (^ the
+ * old next). The row pass reads all of prev, ref and the old next before the column pass
+ * writes next, so next may be ref (the address blocks are computed in place). */
 __attribute__((target("avx2"))) static void gh_fill_block(const gh_block *prev, const gh_block *ref,
 		gh_block *next, int with_xor) {
-	gh_block r, keep;
-	for (int i = 0; i < GH_QWORDS; i += 4) {
-		__m256i x = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)&prev->v[i]),
-			_mm256_loadu_si256((const __m256i *)&ref->v[i]));
-		_mm256_storeu_si256((__m256i *)&r.v[i], x);
-		if (with_xor) {
-			x = _mm256_xor_si256(x, _mm256_loadu_si256((const __m256i *)&next->v[i]));
-		}
-		_mm256_storeu_si256((__m256i *)&keep.v[i], x);
-	}
+	gh_block r __attribute__((aligned(32)));
+	gh_block keep __attribute__((aligned(32))); /* R, or R ^ the old next */
 	/* Rows: words 16i .. 16i+15. */
 	for (int i = 0; i < 8; i++) {
-		__m256i *row = (__m256i *)&r.v[16 * i];
-		__m256i a = _mm256_loadu_si256(row), b = _mm256_loadu_si256(row + 1),
-			c = _mm256_loadu_si256(row + 2), d = _mm256_loadu_si256(row + 3);
+		const int w = 16 * i;
+		__m256i a = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)&prev->v[w]),
+			_mm256_loadu_si256((const __m256i *)&ref->v[w]));
+		__m256i b = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)&prev->v[w + 4]),
+			_mm256_loadu_si256((const __m256i *)&ref->v[w + 4]));
+		__m256i c = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)&prev->v[w + 8]),
+			_mm256_loadu_si256((const __m256i *)&ref->v[w + 8]));
+		__m256i d = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)&prev->v[w + 12]),
+			_mm256_loadu_si256((const __m256i *)&ref->v[w + 12]));
+		if (with_xor) {
+			_mm256_store_si256((__m256i *)&keep.v[w], _mm256_xor_si256(a, _mm256_loadu_si256((const __m256i *)&next->v[w])));
+			_mm256_store_si256((__m256i *)&keep.v[w + 4], _mm256_xor_si256(b, _mm256_loadu_si256((const __m256i *)&next->v[w + 4])));
+			_mm256_store_si256((__m256i *)&keep.v[w + 8], _mm256_xor_si256(c, _mm256_loadu_si256((const __m256i *)&next->v[w + 8])));
+			_mm256_store_si256((__m256i *)&keep.v[w + 12], _mm256_xor_si256(d, _mm256_loadu_si256((const __m256i *)&next->v[w + 12])));
+		} else {
+			_mm256_store_si256((__m256i *)&keep.v[w], a);
+			_mm256_store_si256((__m256i *)&keep.v[w + 4], b);
+			_mm256_store_si256((__m256i *)&keep.v[w + 8], c);
+			_mm256_store_si256((__m256i *)&keep.v[w + 12], d);
+		}
 		GH_P(a, b, c, d);
-		_mm256_storeu_si256(row, a);
-		_mm256_storeu_si256(row + 1, b);
-		_mm256_storeu_si256(row + 2, c);
-		_mm256_storeu_si256(row + 3, d);
+		_mm256_store_si256((__m256i *)&r.v[w], a);
+		_mm256_store_si256((__m256i *)&r.v[w + 4], b);
+		_mm256_store_si256((__m256i *)&r.v[w + 8], c);
+		_mm256_store_si256((__m256i *)&r.v[w + 12], d);
 	}
-	/* Columns: words 2i, 2i+1, 2i+16, 2i+17, ..., 2i+112, 2i+113. */
+	/* Columns: words 2i, 2i+1, 2i+16, 2i+17, ..., 2i+112, 2i+113; the result, XORed with
+	 * keep, goes straight to next. */
 	for (int i = 0; i < 8; i++) {
-		int w = 2 * i;
+		const int w = 2 * i;
 		__m256i a = GH_LOAD2(&r, w, w + 16), b = GH_LOAD2(&r, w + 32, w + 48),
 			c = GH_LOAD2(&r, w + 64, w + 80), d = GH_LOAD2(&r, w + 96, w + 112);
 		GH_P(a, b, c, d);
-		GH_STORE2(&r, w, w + 16, a);
-		GH_STORE2(&r, w + 32, w + 48, b);
-		GH_STORE2(&r, w + 64, w + 80, c);
-		GH_STORE2(&r, w + 96, w + 112, d);
-	}
-	for (int i = 0; i < GH_QWORDS; i += 4) {
-		_mm256_storeu_si256((__m256i *)&next->v[i], _mm256_xor_si256(
-			_mm256_loadu_si256((const __m256i *)&keep.v[i]), _mm256_loadu_si256((const __m256i *)&r.v[i])));
+		GH_STORE2(next, w, w + 16, _mm256_xor_si256(a, GH_LOAD2(&keep, w, w + 16)));
+		GH_STORE2(next, w + 32, w + 48, _mm256_xor_si256(b, GH_LOAD2(&keep, w + 32, w + 48)));
+		GH_STORE2(next, w + 64, w + 80, _mm256_xor_si256(c, GH_LOAD2(&keep, w + 64, w + 80)));
+		GH_STORE2(next, w + 96, w + 112, _mm256_xor_si256(d, GH_LOAD2(&keep, w + 96, w + 112)));
 	}
 }
 
