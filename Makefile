@@ -9,17 +9,19 @@ GO ?= go
 build:
 	$(GO) build ./...
 
-# server: the stand-alone server as bin/gatehouse, linked by Go's own linker. The cgo binding
-# to OpenSSL (internal/rsasign) would otherwise make go link it with the system linker, and
-# that binary keeps about 14 MiB more of itself resident (README, "Performance").
+# server: the stand-alone server as bin/gatehouse, linked by Go's own linker. The cgo bindings
+# to OpenSSL (internal/rsasign) and the native argon2id fill (internal/argon2id) would
+# otherwise make go link it with the system linker, and that binary keeps about 14 MiB more of itself resident
+# (README, "Performance").
 SERVER_LDFLAGS ?= -linkmode=internal
 server:
 	$(GO) build -ldflags='$(SERVER_LDFLAGS)' -o bin/gatehouse ./examples/server
 
-# test also runs the OpenSSL signer linked as `make server` and `make bench` link it.
+# test also runs the OpenSSL signer and the native argon2id fill linked as `make server` and
+# `make bench` link them.
 test:
 	$(GO) test -race -count=1 -timeout 12m ./...
-	$(GO) test -count=1 -ldflags='$(SERVER_LDFLAGS)' ./internal/rsasign
+	$(GO) test -count=1 -ldflags='$(SERVER_LDFLAGS)' ./internal/rsasign ./internal/argon2id
 
 # interop: panva's openid-client drives the built server on SQLite (and Postgres when
 # GATEHOUSE_TEST_POSTGRES_DSN is set), printing each step as run or skipped; part of test.
@@ -70,6 +72,7 @@ FUZZTIME ?= 30s
 FUZZMINIMIZETIME ?= 100x
 FUZZFLAGS ?=
 FUZZ_TARGETS := \
+	./internal/argon2id:FuzzKey \
 	./internal/bearer:FuzzFromHeader \
 	./internal/httpjson:FuzzDecode \
 	./publicauth:FuzzEmailKey \

@@ -104,6 +104,12 @@ type PublicAuthConfig struct {
 	// publicauth.DefaultPasswordHashQueueFactor (16) × PasswordHashConcurrency; negative: none
 	// wait.
 	PasswordHashQueue int
+	// PasswordHasher says who computes the argon2id password hashes:
+	// publicauth.PasswordHasherAuto (default: the native AVX2 fill when the build and CPU
+	// allow it, else Go's golang.org/x/crypto/argon2; New logs which and why),
+	// publicauth.PasswordHasherNative (New fails without it) or publicauth.PasswordHasherGo. See
+	// publicauth.Config.PasswordHasher.
+	PasswordHasher string
 }
 
 // RateLimit is a number of attempts allowed per window: publicauth's Rate. The zero value
@@ -124,6 +130,7 @@ func (c PublicAuthConfig) withDefaults(auth publicauth.Config, issuer string) (P
 	c.MagicLinkLifespan, c.PINLifespan = auth.MagicLinkLifespan, auth.PINLifespan
 	c.VerificationLifespan, c.PasswordResetLifespan = auth.VerificationLifespan, auth.PasswordResetLifespan
 	c.MailRetryInterval = auth.MailRetryInterval
+	c.PasswordHasher = auth.PasswordHasher
 	c.LoginRateLimit, c.AccountMailLimit, c.LockoutLimit = auth.Limits.PerIP, auth.Limits.PerAccount, auth.Limits.Lockout
 
 	var errs []error
@@ -216,6 +223,7 @@ func (cfg Config) publicAuthConfig() publicauth.Config {
 		TrustedProxies:          pc.TrustedProxies,
 		PasswordHashConcurrency: pc.PasswordHashConcurrency,
 		PasswordHashQueue:       pc.PasswordHashQueue,
+		PasswordHasher:          pc.PasswordHasher,
 		MailRetryInterval:       pc.MailRetryInterval,
 		Registration:            cfg.Registration,
 		Limits: publicauth.RateLimits{

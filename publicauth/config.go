@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gatehouse-id/gatehouse/internal/argon2id"
 	"github.com/gatehouse-id/gatehouse/internal/mountpath"
 )
 
@@ -73,6 +74,15 @@ type Config struct {
 	// hash durations (16 × ~50 ms by default). Default 16 × PasswordHashConcurrency; a
 	// negative value means none may wait.
 	PasswordHashQueue int
+	// PasswordHasher says who computes argon2id: PasswordHasherAuto (default: the native
+	// AVX2 fill when the binary was built with cgo on Linux amd64, the CPU has AVX2 and
+	// the fill passes a self-test, else golang.org/x/crypto/argon2; New logs which and
+	// why), PasswordHasherNative (New fails without it) or PasswordHasherGo. The native
+	// fill takes well under half the CPU and leaves no garbage (it keeps up to
+	// PasswordHashConcurrency hashes' memory for reuse, until 5 s after the last hash);
+	// both compute the same hashes, so the choice can change at any time. See package
+	// internal/argon2id.
+	PasswordHasher string
 	// MailRetryInterval is how often this service's mail worker looks for mail in the
 	// outbox due for another attempt (a mail is tried at once when queued; after a failure
 	// again 5 seconds later, the wait doubling up to 5 minutes, until its link or PIN
@@ -123,6 +133,15 @@ const (
 	// DefaultPasswordHashQueueFactor times Config.PasswordHashConcurrency is the default
 	// Config.PasswordHashQueue.
 	DefaultPasswordHashQueueFactor = 16
+	// DefaultPasswordHasher is Config.PasswordHasher's default.
+	DefaultPasswordHasher = PasswordHasherAuto
+)
+
+// Values of Config.PasswordHasher.
+const (
+	PasswordHasherAuto   = string(argon2id.Auto)
+	PasswordHasherNative = string(argon2id.Native)
+	PasswordHasherGo     = string(argon2id.Go)
 )
 
 // Default rates of RateLimits.
@@ -235,6 +254,14 @@ func (c Config) withDefaults() (Config, map[string]bool, []error) {
 		errs = append(errs, fmt.Errorf("PasswordHashConcurrency must not be negative, got %d", c.PasswordHashConcurrency))
 	case c.PasswordHashConcurrency == 0:
 		c.PasswordHashConcurrency = runtime.GOMAXPROCS(0)
+	}
+	switch c.PasswordHasher {
+	case "":
+		c.PasswordHasher = DefaultPasswordHasher
+	case PasswordHasherAuto, PasswordHasherNative, PasswordHasherGo:
+	default:
+		errs = append(errs, fmt.Errorf("PasswordHasher must be %q, %q or %q, got %q",
+			PasswordHasherAuto, PasswordHasherNative, PasswordHasherGo, c.PasswordHasher))
 	}
 	switch c.Registration {
 	case "":

@@ -1,6 +1,7 @@
 package publicauth_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -41,6 +42,44 @@ func TestMagicLinkAllowedOriginsRule(t *testing.T) {
 			}
 			if !tc.ok && (err == nil || !strings.Contains(err.Error(), "is not an origin")) {
 				t.Errorf("New error = %v, want %q refused as not an origin", err, tc.origin)
+			}
+		})
+	}
+}
+
+// TestPasswordHasherSetting: each named hasher is used as asked (the native fill where this
+// build and CPU can run it; where not, asking for it fails New), the default is auto, and another name is
+// refused.
+func TestPasswordHasherSetting(t *testing.T) {
+	store := storagetest.Backends(t)[0].Open(t)
+	for _, tc := range []struct {
+		hasher string
+		want   []string // the backends the service may use; none: New must fail
+		errSub string
+	}{
+		{"", []string{publicauth.PasswordHasherNative, publicauth.PasswordHasherGo}, ""},
+		{publicauth.PasswordHasherAuto, []string{publicauth.PasswordHasherNative, publicauth.PasswordHasherGo}, ""},
+		{publicauth.PasswordHasherGo, []string{publicauth.PasswordHasherGo}, ""},
+		{"bcrypt", nil, `PasswordHasher must be "auto", "native" or "go", got "bcrypt"`},
+	} {
+		t.Run(tc.hasher, func(t *testing.T) {
+			cfg := publicauth.Config{Secret: testSecret, PasswordHasher: tc.hasher, MailRetryInterval: -1}
+			if d, err := cfg.WithDefaults(); err == nil && d.PasswordHasher != publicauth.PasswordHasherAuto && tc.hasher == "" {
+				t.Errorf("default PasswordHasher %q, want auto", d.PasswordHasher)
+			}
+			svc, err := publicauth.New(cfg, store, publicauth.WithLimiter(ratelimit.NewMemory()))
+			if tc.want == nil {
+				if err == nil || !strings.Contains(err.Error(), tc.errSub) {
+					t.Fatalf("New error = %v, want one containing %q", err, tc.errSub)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("New: %v", err)
+			}
+			defer svc.Close()
+			if got := publicauth.PasswordHasherOf(svc); !slices.Contains(tc.want, got) {
+				t.Fatalf("service hashes with %q, want one of %q", got, tc.want)
 			}
 		})
 	}

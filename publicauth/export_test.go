@@ -3,6 +3,8 @@ package publicauth
 import (
 	"io"
 	"testing"
+
+	"github.com/gatehouse-id/gatehouse/internal/argon2id"
 )
 
 // Internals reached by the external tests (package publicauth_test).
@@ -10,16 +12,56 @@ import (
 var (
 	CheckPassword        = checkPassword
 	CheckAccountPassword = checkAccountPassword
-	VerifyPassword       = verifyPassword
 	ErrMalformedHash     = errMalformedHash
 	DummyPasswordHash    = dummyPasswordHash
 	HashToken            = hashToken
 )
 
+// testKDF derives the tests' hashes as a server on this host would (natively where it
+// can); the tests that compare backends open their own engines.
+var testKDF = func() *argon2id.Engine {
+	e, err := argon2id.Open(argon2id.Options{})
+	if err != nil {
+		panic(err)
+	}
+	return e
+}()
+
 // HashPassword hashes pw with the given argon2id parameters.
 func HashPassword(pw string, memory, time uint32, threads uint8, random io.Reader) (string, error) {
-	return hashPassword(pw, argon2Params{memory: memory, time: time, threads: threads}, random)
+	return hashPassword(testKDF, pw, argon2Params{memory: memory, time: time, threads: threads}, random)
 }
+
+// VerifyPassword checks pw against the PHC string encoded.
+func VerifyPassword(pw, encoded string) (bool, error) { return verifyPassword(testKDF, pw, encoded) }
+
+// HashPasswordWith and VerifyPasswordWith are HashPassword and VerifyPassword with the
+// given backend.
+func HashPasswordWith(t testing.TB, backend string, pw string, random io.Reader) string {
+	t.Helper()
+	h, err := hashPassword(openKDF(t, backend), pw, defaultArgon2(), random)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func VerifyPasswordWith(t testing.TB, backend, pw, encoded string) (bool, error) {
+	t.Helper()
+	return verifyPassword(openKDF(t, backend), pw, encoded)
+}
+
+func openKDF(t testing.TB, backend string) *argon2id.Engine {
+	t.Helper()
+	e, err := argon2id.Open(argon2id.Options{Backend: argon2id.Backend(backend)})
+	if err != nil {
+		t.Skipf("%s: %v", backend, err)
+	}
+	return e
+}
+
+// PasswordHasherOf is the backend a Service derives with.
+func PasswordHasherOf(s *Service) string { return string(s.kdf.Backend()) }
 
 // DefaultPasswordParams returns the parameters new hashes are made with.
 func DefaultPasswordParams() (memory, time uint32, threads uint8) {

@@ -15,6 +15,8 @@ import (
 // ErrBusy at once. Waiting costs no memory and no CPU (a blocked channel send), and the
 // hashing is CPU-bound, so slots near GOMAXPROCS keep the throughput.
 //
+// The native fill (internal/argon2id) reuses a hash's memory for the next hash, leaving no
+// garbage: hashBytes is then 0 and the pool never collects. Where it cannot be used,
 // golang.org/x/crypto/argon2 allocates a hash's memory afresh on every call and takes no
 // buffer, so each hash leaves 19 MiB of garbage. Left to the collector's own pacing, that
 // garbage piles up to the heap's next target, several hashes' worth: peak memory grows, and
@@ -97,7 +99,7 @@ func (p *hashPool) wait(ctx context.Context) error {
 func (s *Service) newPasswordHash(ctx context.Context, pw string) (string, error) {
 	var hash string
 	var err error
-	if perr := s.hashing.run(ctx, func() { hash, err = hashPassword(pw, s.passwordParams, s.random) }); perr != nil {
+	if perr := s.hashing.run(ctx, func() { hash, err = hashPassword(s.kdf, pw, s.passwordParams, s.random) }); perr != nil {
 		return "", perr
 	}
 	if err != nil {
@@ -112,7 +114,7 @@ func (s *Service) newPasswordHash(ctx context.Context, pw string) (string, error
 func (s *Service) passwordMatches(ctx context.Context, pw, encoded string) (bool, error) {
 	var ok bool
 	var err error
-	if perr := s.hashing.run(ctx, func() { ok, err = verifyPassword(pw, encoded) }); perr != nil {
+	if perr := s.hashing.run(ctx, func() { ok, err = verifyPassword(s.kdf, pw, encoded) }); perr != nil {
 		return false, perr
 	}
 	return ok, err

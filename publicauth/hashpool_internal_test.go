@@ -2,10 +2,13 @@ package publicauth
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"runtime/metrics"
 	"testing"
 	"time"
+
+	"github.com/gatehouse-id/gatehouse/internal/argon2id"
 )
 
 // blocker is work that runs until released, reporting when it started.
@@ -191,5 +194,28 @@ func TestCollectAfterHash(t *testing.T) {
 		if got := collectAfterHash(c.scannable, hashBytes); got != c.want {
 			t.Errorf("collectAfterHash(%d, %d) = %v, want %v", c.scannable, hashBytes, got, c.want)
 		}
+	}
+}
+
+// TestHashPoolLeavesNativeHashesAlone: with the native fill a hash allocates nothing in the
+// Go heap, so the service's pool never forces a collection after one.
+func TestHashPoolLeavesNativeHashesAlone(t *testing.T) {
+	kdf, err := argon2id.Open(argon2id.Options{Backend: argon2id.Native})
+	if err != nil {
+		t.Skipf("native fill: %v", err)
+	}
+	defer kdf.Close()
+	hashBytes := kdf.GoHeapBytes(argon2Memory, argon2Threads, argon2KeyLen)
+	if hashBytes != 0 {
+		t.Fatalf("GoHeapBytes = %d with the native fill, want 0", hashBytes)
+	}
+	pool := newHashPool(1, 0, hashBytes)
+	before := forcedCollections()
+	p := defaultArgon2()
+	if err := pool.run(context.Background(), func() { _, _ = hashPassword(kdf, "a password", p, rand.Reader) }); err != nil {
+		t.Fatalf("run = %v", err)
+	}
+	if got := forcedCollections(); got != before {
+		t.Fatalf("%d forced collections after a native hash, want none", got-before)
 	}
 }

@@ -268,8 +268,10 @@ func (s *Service) Wait() {
 // Close stops the mail delivery worker once the mails being prepared in the background
 // are in the outbox; sends in flight get up to 10 seconds to finish, and whatever is not
 // delivered stays queued for the next start (or another replica). Call it on shutdown.
-// The service answers requests after Close, but delivers no more mail.
+// The service answers requests after Close, but delivers no more mail. Close also unmaps
+// the memory kept for password hashes (a later hash maps its own).
 func (s *Service) Close() {
+	s.kdf.Close()
 	o := s.outbox
 	o.closing.Do(func() {
 		grace := time.AfterFunc(mailShutdownGrace, o.stopSends)

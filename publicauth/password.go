@@ -16,6 +16,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/crypto/argon2"
+
+	"github.com/gatehouse-id/gatehouse/internal/argon2id"
 )
 
 // argon2Params are the cost parameters of one argon2id hash (RFC 9106 §3.1).
@@ -148,15 +150,16 @@ var breachedPasswords = sync.OnceValues(func() (map[string]struct{}, error) {
 	return set, nil
 })
 
-// hashPassword derives an argon2id hash of pw under p with a fresh salt read from random and
-// returns it as a PHC string: $argon2id$v=19$m=<KiB>,t=<passes>,p=<lanes>$<salt>$<key>, salt
-// and key in unpadded standard base64.
-func hashPassword(pw string, p argon2Params, random io.Reader) (string, error) {
+// hashPassword derives an argon2id hash of pw under p with a fresh salt read from random,
+// computed by kdf (nil: x/crypto), and returns it as a PHC string:
+// $argon2id$v=19$m=<KiB>,t=<passes>,p=<lanes>$<salt>$<key>, salt and key in unpadded
+// standard base64.
+func hashPassword(kdf *argon2id.Engine, pw string, p argon2Params, random io.Reader) (string, error) {
 	salt := make([]byte, argon2SaltLen)
 	if _, err := io.ReadFull(random, salt); err != nil {
 		return "", fmt.Errorf("read password salt: %w", err)
 	}
-	key := argon2.IDKey([]byte(pw), salt, p.time, p.memory, p.threads, argon2KeyLen)
+	key := kdf.Key([]byte(pw), salt, p.time, p.memory, p.threads, argon2KeyLen)
 	return encodePHC(p, salt, key), nil
 }
 
@@ -167,13 +170,14 @@ func encodePHC(p argon2Params, salt, key []byte) string {
 }
 
 // verifyPassword reports whether pw matches the PHC string encoded, using the parameters
-// stored in it and a constant-time comparison. A hash it cannot parse yields errMalformedHash.
-func verifyPassword(pw, encoded string) (bool, error) {
+// stored in it, kdf to derive (nil: x/crypto) and a constant-time comparison. A hash it
+// cannot parse yields errMalformedHash.
+func verifyPassword(kdf *argon2id.Engine, pw, encoded string) (bool, error) {
 	p, salt, key, err := decodePHC(encoded)
 	if err != nil {
 		return false, err
 	}
-	got := argon2.IDKey([]byte(pw), salt, p.time, p.memory, p.threads, uint32(len(key)))
+	got := kdf.Key([]byte(pw), salt, p.time, p.memory, p.threads, uint32(len(key)))
 	return subtle.ConstantTimeCompare(got, key) == 1, nil
 }
 

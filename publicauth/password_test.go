@@ -212,3 +212,23 @@ func TestBreachedPasswordListIsLargeAndNormalised(t *testing.T) {
 		}
 	}
 }
+
+// TestPasswordHashesAgreeAcrossBackends: a hash made by either backend verifies with the
+// other, and a wrong password fails with both; so switching hashers, or a replica without
+// the native fill, leaves every stored password usable.
+func TestPasswordHashesAgreeAcrossBackends(t *testing.T) {
+	backends := []string{publicauth.PasswordHasherNative, publicauth.PasswordHasherGo}
+	for _, maker := range backends {
+		for _, checker := range backends {
+			t.Run(maker+" then "+checker, func(t *testing.T) {
+				hash := publicauth.HashPasswordWith(t, maker, "tr0ub4dor&3 horse", rand.Reader)
+				if ok, err := publicauth.VerifyPasswordWith(t, checker, "tr0ub4dor&3 horse", hash); !ok || err != nil {
+					t.Errorf("right password = %v, %v; want true, nil", ok, err)
+				}
+				if ok, err := publicauth.VerifyPasswordWith(t, checker, "tr0ub4dor&3 horsE", hash); ok || err != nil {
+					t.Errorf("wrong password = %v, %v; want false, nil", ok, err)
+				}
+			})
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-id/gatehouse/events"
+	"github.com/gatehouse-id/gatehouse/internal/argon2id"
 	"github.com/gatehouse-id/gatehouse/internal/mountpath"
 	"github.com/gatehouse-id/gatehouse/internal/sameorigin"
 )
@@ -128,6 +129,8 @@ type Service struct {
 	random         io.Reader
 	logger         *slog.Logger
 	passwordParams argon2Params
+	// kdf derives the argon2id keys: natively or with x/crypto (Config.PasswordHasher).
+	kdf *argon2id.Engine
 	// hashing bounds the argon2id work: every hash and verification runs through it.
 	hashing *hashPool
 	// mailing tracks the work on mail done in the background: mails being prepared
@@ -187,6 +190,11 @@ func New(cfg Config, store Store, opts ...Option) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("publicauth: derive PIN key: %w", err)
 	}
+	kdf, err := argon2id.Open(argon2id.Options{Backend: argon2id.Backend(cfg.PasswordHasher), KeepBuffers: cfg.PasswordHashConcurrency})
+	if err != nil {
+		return nil, fmt.Errorf("publicauth: password hasher: %w", err)
+	}
+	o.logger.Info("argon2id password hashes", "backend", kdf.Backend(), "configured", cfg.PasswordHasher, "detail", kdf.Reason())
 	outbox, err := newMailOutbox(cfg.Secret, cfg.MailRetryInterval)
 	if err != nil {
 		return nil, fmt.Errorf("publicauth: %w", err)
@@ -226,7 +234,8 @@ func New(cfg Config, store Store, opts ...Option) (*Service, error) {
 		registration:   cfg.Registration,
 		beforeRegister: o.beforeRegister,
 		passwordParams: defaultArgon2(),
-		hashing:        newHashPool(cfg.PasswordHashConcurrency, cfg.PasswordHashQueue, argon2Memory*1024),
+		kdf:            kdf,
+		hashing:        newHashPool(cfg.PasswordHashConcurrency, cfg.PasswordHashQueue, kdf.GoHeapBytes(argon2Memory, argon2Threads, argon2KeyLen)),
 		outbox:         outbox,
 	}
 	s.setAccounts(o.accounts)

@@ -202,6 +202,7 @@ func TestServeConfigRejectsBadValues(t *testing.T) {
 		{"unknown log level", nil, map[string]string{"GATEHOUSE_LOG_LEVEL": "loud"}},
 		{"unknown algorithm", []string{"--access-token-alg", "HS256"}, nil},
 		{"unknown RSA signer", []string{"--rsa-signer", "boringssl"}, nil},
+		{"unknown password hasher", []string{"--password-hasher", "bcrypt"}, nil},
 		{"demo neither true false nor auto", nil, map[string]string{"GATEHOUSE_DEMO": "maybe"}},
 		{"debug address on every interface", []string{"--debug-addr", ":6060"}, nil},
 		{"debug address not loopback", nil, map[string]string{"GATEHOUSE_DEBUG_ADDR": "0.0.0.0:6060"}},

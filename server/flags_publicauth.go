@@ -95,6 +95,10 @@ func addPublicAuthFlags(c *command, cfg *provider.PublicAuthConfig) {
 			cfg.PasswordHashConcurrency = n
 			return nil
 		})
+	c.oneOfVar(&cfg.PasswordHasher, "password-hasher", "GATEHOUSE_PASSWORD_HASHER", publicauth.DefaultPasswordHasher,
+		[]string{publicauth.PasswordHasherAuto, publicauth.PasswordHasherNative, publicauth.PasswordHasherGo},
+		"who computes argon2id password hashes: auto (the native AVX2 fill when the CPU has AVX2,\n"+
+			"      else Go's x/crypto/argon2), native (refuse to start without it) or go; same hashes either way")
 	rateVar(c, &cfg.TokenErrorLimit, "token-error-limit", "GATEHOUSE_TOKEN_ERROR_LIMIT",
 		provider.RateLimit{Limit: provider.DefaultTokenErrorLimit, Window: provider.DefaultTokenErrorWindow},
 		"failed client authentications (wrong client secret) one IP may make at the token,\n"+

@@ -23,6 +23,7 @@ func TestPublicAuthFlags(t *testing.T) {
 		LockoutLimit:          provider.RateLimit{Limit: 10, Window: 15 * time.Minute},
 		TokenErrorLimit:       provider.RateLimit{Limit: 100, Window: time.Minute},
 		RedisCoolDown:         5 * time.Second,
+		PasswordHasher:        "auto",
 	}
 	with := func(change func(c *provider.PublicAuthConfig)) provider.PublicAuthConfig {
 		c := defaults
@@ -45,7 +46,7 @@ func TestPublicAuthFlags(t *testing.T) {
 				"--account-mail-limit", "3/1h", "--lockout", "off", "--magic-link-ttl", "5m", "--pin-ttl", "2m",
 				"--verification-ttl", "48h", "--password-reset-ttl", "30m",
 				"--magic-link-origins", "https://app.example.com,https://admin.example.com",
-				"--token-error-limit", "30/10m", "--redis-cool-down", "30s",
+				"--token-error-limit", "30/10m", "--redis-cool-down", "30s", "--password-hasher", "go",
 			},
 			want: with(func(c *provider.PublicAuthConfig) {
 				c.SMTPURL, c.MailFrom, c.ServiceName = "smtp://mail.example.com:587", "Acme <no-reply@acme.example>", "Acme"
@@ -59,6 +60,7 @@ func TestPublicAuthFlags(t *testing.T) {
 				c.MagicLinkAllowedOrigins = []string{"https://app.example.com", "https://admin.example.com"}
 				c.TokenErrorLimit = provider.RateLimit{Limit: 30, Window: 10 * time.Minute}
 				c.RedisCoolDown = 30 * time.Second
+				c.PasswordHasher = "go"
 			}),
 		},
 		{
@@ -67,11 +69,13 @@ func TestPublicAuthFlags(t *testing.T) {
 			env: map[string]string{
 				"GATEHOUSE_SMTP_URL": "smtps://u:p@mail.example.com:465", "GATEHOUSE_MAIL_FROM": "ops@example.com",
 				"GATEHOUSE_REQUIRE_PIN": "true", "GATEHOUSE_LOGIN_RATE_LIMIT": "1000/1m", "GATEHOUSE_LOCKOUT": "3/5m",
+				"GATEHOUSE_PASSWORD_HASHER": "native",
 			},
 			want: with(func(c *provider.PublicAuthConfig) {
 				c.SMTPURL, c.MailFrom, c.RequirePIN = "smtps://u:p@mail.example.com:465", "ops@example.com", true
 				c.LoginRateLimit = provider.RateLimit{Limit: 7, Window: time.Minute}
 				c.LockoutLimit = provider.RateLimit{Limit: 3, Window: 5 * time.Minute}
+				c.PasswordHasher = "native"
 			}),
 		},
 	}
