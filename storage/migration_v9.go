@@ -47,9 +47,8 @@ func migrateV9(tx *gorm.DB, n schemaNames) error {
 func dropUsersForeignKeysPostgres(tx *gorm.DB, n schemaNames, logical string) error {
 	table := n.table(logical)
 	var names []string
-	err := tx.Raw(`SELECT conname FROM pg_constraint
-		WHERE contype = 'f' AND conrelid = to_regclass(?) AND confrelid = to_regclass(?)`, table, n.table("users")).
-		Scan(&names).Error
+	err := scan(tx.Raw(`SELECT conname FROM pg_constraint
+		WHERE contype = 'f' AND conrelid = to_regclass(?) AND confrelid = to_regclass(?)`, table, n.table("users")), &names)
 	if err != nil {
 		return fmt.Errorf("find foreign keys to users: %w", err)
 	}
