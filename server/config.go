@@ -77,7 +77,7 @@ func serveCommand() (c *command, resolve func() (Config, error)) {
 	c.intVar(&pc.DBPool.MaxOpenConns, "db-max-open-conns", "GATEHOUSE_DB_MAX_OPEN_CONNS",
 		"database connections open at once; 0: 25 on Postgres, 8 on SQLite")
 	c.intVar(&pc.DBPool.MaxIdleConns, "db-max-idle-conns", "GATEHOUSE_DB_MAX_IDLE_CONNS",
-		"idle database connections kept for reuse; 0: 10 on Postgres, 8 on SQLite")
+		"idle database connections kept for reuse; 0: as many as --db-max-open-conns")
 	c.durationVar(&pc.ClientCacheRefresh, "client-cache-refresh", "GATEHOUSE_CLIENT_CACHE_REFRESH", provider.DefaultClientCacheRefresh,
 		"longest time a client change made elsewhere (another replica, the CLI) takes to show here; immediate on Postgres; negative turns the client cache off")
 	c.add("verified-token-cache-size", "N", "GATEHOUSE_VERIFIED_TOKEN_CACHE_SIZE", strconv.Itoa(provider.DefaultVerifiedTokenCacheSize),

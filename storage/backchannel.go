@@ -122,7 +122,7 @@ func (s *Store) recordSessionClient(db *gorm.DB, sid, clientID string) error {
 	var found int64
 	var err error
 	if s.dialect == dialectPostgres {
-		err = db.Raw(s.sql(fmt.Sprintf(sessionClientSQL, "")), sid, clientID).Scan(&found).Error
+		err = scan(db.Raw(s.sql(fmt.Sprintf(sessionClientSQL, "")), sid, clientID), &found)
 	} else {
 		// SQLite has one writer at a time: the transaction orders it against the end.
 		// A conflict updates nothing but counts as a row, so 0 rows means no session.
@@ -172,7 +172,7 @@ func (s *Store) issueInSession(ctx context.Context, rec *sessionClientRecord, co
 		args = append(args, values.Values[0]...)
 	}
 	var found int64
-	err := db.Raw(s.sql(fmt.Sprintf(sessionClientSQL, insert)), args...).Scan(&found).Error
+	err := scan(db.Raw(s.sql(fmt.Sprintf(sessionClientSQL, insert)), args...), &found)
 	switch {
 	case err != nil && len(codes) == 1:
 		return fmt.Errorf("storage: create authorization code: %w", unavailable(err))
@@ -251,8 +251,8 @@ func (s *Store) endSessions(tx *gorm.DB, limit int, where string, args ...any) (
 		// it, and so do its unused codes (a later use counts as reuse and revokes the grant)
 		// and the access tokens of its grants (a rule per grant, DESIGN.md §3).
 		var grants []string
-		err = tx.Raw(s.sql(`SELECT request_id FROM {authorization_codes} WHERE sid IN ?
-			UNION SELECT request_id FROM {refresh_tokens} WHERE sid IN ?`), sids, sids).Scan(&grants).Error
+		err = scan(tx.Raw(s.sql(`SELECT request_id FROM {authorization_codes} WHERE sid IN ?
+			UNION SELECT request_id FROM {refresh_tokens} WHERE sid IN ?`), sids, sids), &grants)
 		if err != nil {
 			return 0, fmt.Errorf("storage: end sessions: read their grants: %w", err)
 		}

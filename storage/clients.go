@@ -323,8 +323,8 @@ func (s *Store) UpdateClient(ctx context.Context, c *Client) error {
 // PKCE and OpenID Connect rows.
 func deleteCodesForRedirectURIs(tx *gorm.DB, clientID string, removed []string) error {
 	var codes []struct{ Signature, Form string }
-	err := tx.Model(&authorizationCodeModel{}).Select("signature", "form").
-		Where("client_id = ? AND active = ?", clientID, true).Scan(&codes).Error
+	err := scan(tx.Model(&authorizationCodeModel{}).Select("signature", "form").
+		Where("client_id = ? AND active = ?", clientID, true), &codes)
 	if err != nil {
 		return fmt.Errorf("storage: find codes of removed redirect URIs: %w", err)
 	}

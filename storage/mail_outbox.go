@@ -93,11 +93,11 @@ func (s *Store) MailFailed(ctx context.Context, id, reason string, next time.Tim
 // those of them due, and mails given up on.
 func (s *Store) MailQueueState(ctx context.Context, now time.Time) (publicauth.MailQueue, error) {
 	var q struct{ Queued, Due, GivenUp int64 }
-	err := s.conn(ctx).Raw(s.sql(`SELECT
+	err := scan(s.conn(ctx).Raw(s.sql(`SELECT
 		COALESCE(SUM(CASE WHEN failed_at IS NULL THEN 1 ELSE 0 END), 0) AS queued,
 		COALESCE(SUM(CASE WHEN failed_at IS NULL AND next_attempt_at <= ? THEN 1 ELSE 0 END), 0) AS due,
 		COALESCE(SUM(CASE WHEN failed_at IS NOT NULL THEN 1 ELSE 0 END), 0) AS given_up
-		FROM {mail_outbox}`), utc(now)).Scan(&q).Error
+		FROM {mail_outbox}`), utc(now)), &q)
 	if err != nil {
 		return publicauth.MailQueue{}, fmt.Errorf("storage: count the mail outbox: %w", err)
 	}

@@ -87,7 +87,7 @@ func (s *Store) migrateTo(ctx context.Context, last int) error {
 		applied := false
 		err := s.migrationTx(ctx, func(tx *gorm.DB) error {
 			var n int64
-			if err := tx.Raw(s.sql("SELECT COUNT(*) FROM "+table+" WHERE version = ?"), m.version).Scan(&n).Error; err != nil {
+			if err := scan(tx.Raw(s.sql("SELECT COUNT(*) FROM "+table+" WHERE version = ?"), m.version), &n); err != nil {
 				return err
 			}
 			if n > 0 {
@@ -147,7 +147,7 @@ func (s *Store) prepareMigrationsTable(tx *gorm.DB) (adopted []int, err error) {
 			ErrForeignSchema, table, strings.Join(cols, ", "), strings.Join(migrationColumns, ", "))
 	}
 	var recorded int64
-	if err := tx.Raw("SELECT COUNT(*) FROM " + table).Scan(&recorded).Error; err != nil {
+	if err := scan(tx.Raw("SELECT COUNT(*) FROM "+table), &recorded); err != nil {
 		return nil, err
 	}
 	if recorded > 0 {
@@ -182,7 +182,7 @@ func (s *Store) adoptLegacyVersions(tx *gorm.DB) ([]int, error) {
 		}
 	}
 	var versions []int
-	if err := tx.Raw("SELECT version FROM " + legacyMigrationsTable + " ORDER BY version").Scan(&versions).Error; err != nil {
+	if err := scan(tx.Raw("SELECT version FROM "+legacyMigrationsTable+" ORDER BY version"), &versions); err != nil {
 		return nil, err
 	}
 	names := map[int]string{}
@@ -247,10 +247,10 @@ func (s *Store) columns(tx *gorm.DB, table string) ([]string, error) {
 	var cols []string
 	var err error
 	if s.dialect == dialectPostgres {
-		err = tx.Raw(`SELECT column_name FROM information_schema.columns
-			WHERE table_schema = current_schema() AND table_name = ?`, table).Scan(&cols).Error
+		err = scan(tx.Raw(`SELECT column_name FROM information_schema.columns
+			WHERE table_schema = current_schema() AND table_name = ?`, table), &cols)
 	} else {
-		err = tx.Raw(`SELECT name FROM pragma_table_info(?)`, table).Scan(&cols).Error
+		err = scan(tx.Raw(`SELECT name FROM pragma_table_info(?)`, table), &cols)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read the columns of %s: %w", table, err)

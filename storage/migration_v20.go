@@ -53,8 +53,8 @@ func migrateV20(tx *gorm.DB, n schemaNames) error {
 	last := ""
 	for {
 		var rows []oldEntry
-		err := tx.Raw(n.sql(`SELECT id, user_id, client_id, actor_type, actor_id, action, before_record, after_record, at
-			FROM {permission_audit} WHERE id > ? ORDER BY id LIMIT ?`), last, batch).Scan(&rows).Error
+		err := scan(tx.Raw(n.sql(`SELECT id, user_id, client_id, actor_type, actor_id, action, before_record, after_record, at
+			FROM {permission_audit} WHERE id > ? ORDER BY id LIMIT ?`), last, batch), &rows)
 		if err != nil {
 			return fmt.Errorf("read permission_audit: %w", err)
 		}

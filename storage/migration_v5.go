@@ -28,7 +28,7 @@ func rekeyEmails(tx *gorm.DB, n schemaNames) error {
 		Email      string
 		EmailLower string
 	}
-	if err := tx.Raw(n.sql("SELECT id, email, email_lower FROM {users} ORDER BY id")).Scan(&rows).Error; err != nil {
+	if err := scan(tx.Raw(n.sql("SELECT id, email, email_lower FROM {users} ORDER BY id")), &rows); err != nil {
 		return fmt.Errorf("read users: %w", err)
 	}
 	var invalid []string

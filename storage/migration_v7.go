@@ -24,8 +24,7 @@ func migrateV7(tx *gorm.DB, n schemaNames) error {
 			return err
 		}
 		var rows []struct{ RowKey, Resume string }
-		err := tx.Raw(n.sql(`SELECT `+table.key+` AS row_key, resume FROM `+table.name+` WHERE resume LIKE ?`), legacyResumePrefix+"%").
-			Scan(&rows).Error
+		err := scan(tx.Raw(n.sql(`SELECT `+table.key+` AS row_key, resume FROM `+table.name+` WHERE resume LIKE ?`), legacyResumePrefix+"%"), &rows)
 		if err != nil {
 			return err
 		}

@@ -47,9 +47,8 @@ func migrateV9(tx *gorm.DB, n schemaNames) error {
 func dropUsersForeignKeysPostgres(tx *gorm.DB, n schemaNames, logical string) error {
 	table := n.table(logical)
 	var names []string
-	err := tx.Raw(`SELECT conname FROM pg_constraint
-		WHERE contype = 'f' AND conrelid = to_regclass(?) AND confrelid = to_regclass(?)`, table, n.table("users")).
-		Scan(&names).Error
+	err := scan(tx.Raw(`SELECT conname FROM pg_constraint
+		WHERE contype = 'f' AND conrelid = to_regclass(?) AND confrelid = to_regclass(?)`, table, n.table("users")), &names)
 	if err != nil {
 		return fmt.Errorf("find foreign keys to users: %w", err)
 	}
@@ -73,12 +72,11 @@ func quoteIdent(name string) string {
 func dropUsersForeignKeysSQLite(tx *gorm.DB, n schemaNames, logical string) error {
 	table, reference := n.table(logical), usersReference(n)
 	var def string
-	if err := tx.Raw(`SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?`, table).Scan(&def).Error; err != nil {
+	if err := scan(tx.Raw(`SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?`, table), &def); err != nil {
 		return fmt.Errorf("read definition: %w", err)
 	}
 	var indexes []string
-	err := tx.Raw(`SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL`, table).
-		Scan(&indexes).Error
+	err := scan(tx.Raw(`SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL`, table), &indexes)
 	if err != nil {
 		return fmt.Errorf("read indexes: %w", err)
 	}

@@ -1,7 +1,7 @@
 package storage
 
 import (
-	"regexp"
+	"strings"
 
 	"gorm.io/gorm/schema"
 )
@@ -16,9 +16,6 @@ type schemaNames struct {
 	prefix  string
 }
 
-// placeholder matches a {name} in a statement.
-var placeholder = regexp.MustCompile(`\{([a-z][a-z0-9_]*)\}`)
-
 // columnTypes maps the column type placeholders to each dialect's types. SQLite's time
 // type must be DATETIME: the driver parses only DATE, DATETIME and TIMESTAMP columns back
 // into time.Time.
@@ -27,16 +24,55 @@ var columnTypes = map[dialect]map[string]string{
 	dialectSQLite:   {"text": "TEXT", "int": "INTEGER", "bool": "BOOLEAN", "time": "DATETIME", "blob": "BLOB"},
 }
 
-// sql replaces each placeholder of stmt: a column type with the dialect's, any other name
-// with the prefixed table or index name.
+// sql replaces each placeholder of stmt, a {name} whose name is a lower-case letter then
+// lower-case letters, digits and underscores: a column type with the dialect's, any other
+// name with the prefixed table or index name. A brace that starts no placeholder stays. It
+// runs on every raw statement, so it scans by hand: a regular expression's
+// ReplaceAllStringFunc was 5% of the server's CPU during authorize.
 func (n schemaNames) sql(stmt string) string {
-	return placeholder.ReplaceAllStringFunc(stmt, func(m string) string {
-		name := m[1 : len(m)-1]
-		if t, ok := columnTypes[n.dialect][name]; ok {
-			return t
+	i := strings.IndexByte(stmt, '{')
+	if i < 0 {
+		return stmt
+	}
+	var b strings.Builder
+	b.Grow(len(stmt) + 4*len(n.prefix))
+	rest := stmt
+	for ; i >= 0; i = strings.IndexByte(rest, '{') {
+		end := placeholderLen(rest[i:])
+		if end == 0 {
+			b.WriteString(rest[:i+1])
+			rest = rest[i+1:]
+			continue
 		}
-		return n.table(name)
-	})
+		b.WriteString(rest[:i])
+		name := rest[i+1 : i+end-1]
+		if t, ok := columnTypes[n.dialect][name]; ok {
+			b.WriteString(t)
+		} else {
+			b.WriteString(n.table(name))
+		}
+		rest = rest[i+end:]
+	}
+	b.WriteString(rest)
+	return b.String()
+}
+
+// placeholderLen is the length of the placeholder s starts with ("{users}": 7), 0 when s
+// starts with none.
+func placeholderLen(s string) int {
+	if len(s) < 3 || s[0] != '{' || s[1] < 'a' || s[1] > 'z' {
+		return 0
+	}
+	for i := 2; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '}':
+			return i + 1
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '_':
+		default:
+			return 0
+		}
+	}
+	return 0
 }
 
 // table is the name in the database of the table or index Gatehouse calls name.

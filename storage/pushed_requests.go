@@ -68,10 +68,9 @@ func (s *Store) CreatePushedRequest(ctx context.Context, r *PushedRequest) error
 // leaves the request to its own client), gets ErrNotFound.
 func (s *Store) ConsumePushedRequest(ctx context.Context, idHash, clientID string, now time.Time) (*PushedRequest, error) {
 	var rows []pushedRequestModel
-	err := s.conn(ctx).Raw(s.sql(`DELETE FROM {pushed_requests}
+	err := scan(s.conn(ctx).Raw(s.sql(`DELETE FROM {pushed_requests}
 		WHERE id_hash = ? AND client_id = ? AND expires_at > ?
-		RETURNING id_hash, client_id, form, requested_at, expires_at`), idHash, clientID, utc(now)).
-		Scan(&rows).Error
+		RETURNING id_hash, client_id, form, requested_at, expires_at`), idHash, clientID, utc(now)), &rows)
 	if err != nil {
 		return nil, fmt.Errorf("storage: consume pushed request: %w", err)
 	}

@@ -40,6 +40,20 @@ func (s *Store) CreateSession(ctx context.Context, sess *publicauth.Session) err
 	return userRowError("create session", err)
 }
 
+// sessionByIDHashSQL reads a session and its user. A left join: an account kept outside
+// Gatehouse has no row in users. Every user column is coalesced, so such a row scans as an
+// empty user id.
+const sessionByIDHashSQL = `SELECT {sessions}.id_hash, {sessions}.sid, {sessions}.user_id, {sessions}.kind,
+	{sessions}.method, {sessions}.auth_time, {sessions}.created_at, {sessions}.expires_at, COALESCE({users}.id, '') AS u_id,
+	COALESCE({users}.email, '') AS u_email, COALESCE({users}.email_lower, '') AS u_email_lower,
+	COALESCE({users}.email_verified, FALSE) AS u_email_verified, COALESCE({users}.name, '') AS u_name,
+	COALESCE({users}.password_hash, '') AS u_password_hash, COALESCE({users}.role, '') AS u_role,
+	COALESCE({users}.status, '') AS u_status, COALESCE({users}.require_pin, FALSE) AS u_require_pin,
+	COALESCE({users}.social_providers, '[]') AS u_social_providers, COALESCE({users}.profile, '') AS u_profile,
+	{users}.created_at AS user_created_at, {users}.updated_at AS user_updated_at
+	FROM {sessions} LEFT JOIN {users} ON {users}.id = {sessions}.user_id
+	WHERE {sessions}.id_hash = ? AND {sessions}.expires_at > ?`
+
 // SessionByIDHash returns the session with that id hash whose ExpiresAt is after now and
 // the row of users with its account id, or a nil user when users has none (an account kept
 // outside Gatehouse); publicauth.ErrSessionNotFound for a missing, expired or deleted
@@ -53,25 +67,15 @@ func (s *Store) SessionByIDHash(ctx context.Context, idHash string, now time.Tim
 		UserCreatedAt *time.Time `gorm:"column:user_created_at"`
 		UserUpdatedAt *time.Time `gorm:"column:user_updated_at"`
 	}
-	err := s.conn(ctx).Table(s.names.table("sessions")).
-		Select(s.sql(`{sessions}.id_hash, {sessions}.sid, {sessions}.user_id, {sessions}.kind, {sessions}.method, {sessions}.auth_time,
-			{sessions}.created_at, {sessions}.expires_at, COALESCE({users}.id, '') AS u_id,
-			COALESCE({users}.email, '') AS u_email, COALESCE({users}.email_lower, '') AS u_email_lower,
-			COALESCE({users}.email_verified, FALSE) AS u_email_verified, COALESCE({users}.name, '') AS u_name,
-			COALESCE({users}.password_hash, '') AS u_password_hash, COALESCE({users}.role, '') AS u_role,
-			COALESCE({users}.status, '') AS u_status, COALESCE({users}.require_pin, FALSE) AS u_require_pin,
-			COALESCE({users}.social_providers, '[]') AS u_social_providers, COALESCE({users}.profile, '') AS u_profile,
-			{users}.created_at AS user_created_at, {users}.updated_at AS user_updated_at`)).
-		// A left join: an account kept outside Gatehouse has no row in users. Every user
-		// column is coalesced, so such a row scans as an empty user id.
-		Joins(s.sql("LEFT JOIN {users} ON {users}.id = {sessions}.user_id")).
-		Where(s.sql("{sessions}.id_hash = ? AND {sessions}.expires_at > ?"), idHash, utc(now)).
-		Take(&row).Error
+	// Raw, not gorm's query builder, which looked every selected name up among the row's
+	// fields on each call (6% of the server's CPU during authorize, which reads a session
+	// each time). id_hash is the primary key: one row or none.
+	err := scan(s.conn(ctx).Raw(s.sql(sessionByIDHashSQL), idHash, utc(now)), &row)
 	if err != nil {
-		if isNotFound(err) {
-			return nil, nil, publicauth.ErrSessionNotFound
-		}
 		return nil, nil, fmt.Errorf("storage: get session: %w", err)
+	}
+	if row.Session.IDHash == "" {
+		return nil, nil, publicauth.ErrSessionNotFound
 	}
 	m := row.Session
 	var u *publicauth.User
