@@ -134,7 +134,7 @@ func (e *Engine) Reason() string {
 // time or threads below 1. The native fill derives it when the engine has it and the
 // parameters are ones it takes (nativeTakes); x/crypto otherwise.
 func (e *Engine) Key(password, salt []byte, time, memory uint32, threads uint8, keyLen uint32) []byte {
-	if e.handles(memory, threads, keyLen) && time >= 1 {
+	if e.handles(threads, keyLen) && time >= 1 {
 		return e.nativeKey(password, salt, time, memory, keyLen)
 	}
 	return argon2.IDKey(password, salt, time, memory, threads, keyLen)
@@ -144,7 +144,7 @@ func (e *Engine) Key(password, salt []byte, time, memory uint32, threads uint8, 
 // nothing when the native path derives it (it reuses its memory; what it keeps is released
 // once, KeepFor after the last hash), memory KiB when x/crypto does.
 func (e *Engine) GoHeapBytes(memory uint32, threads uint8, keyLen uint32) uint64 {
-	if e.handles(memory, threads, keyLen) {
+	if e.handles(threads, keyLen) {
 		return 0
 	}
 	return uint64(memory) * 1024
@@ -164,8 +164,8 @@ func (e *Engine) Close() {
 	e.dropBuffers()
 }
 
-func (e *Engine) handles(memory uint32, threads uint8, keyLen uint32) bool {
-	return e.Backend() == Native && nativeTakes(memory, threads, keyLen)
+func (e *Engine) handles(threads uint8, keyLen uint32) bool {
+	return e.Backend() == Native && nativeTakes(threads, keyLen)
 }
 
 // nativeMinKeyLen is the least tag length RFC 9106 §3.1 allows; x/crypto takes shorter
@@ -174,7 +174,7 @@ const nativeMinKeyLen = 4
 
 // nativeTakes reports whether the native path computes a hash with these parameters: one
 // lane, a tag of at least nativeMinKeyLen bytes. Any memory is rounded as RFC 9106 says.
-func nativeTakes(memory uint32, threads uint8, keyLen uint32) bool {
+func nativeTakes(threads uint8, keyLen uint32) bool {
 	return threads == 1 && keyLen >= nativeMinKeyLen
 }
 

@@ -114,7 +114,7 @@ func TestSameKeys(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := nativeTakes(c.memory, c.threads, c.keyLen); got != c.native {
+			if got := nativeTakes(c.threads, c.keyLen); got != c.native {
 				t.Errorf("nativeTakes = %v, want %v", got, c.native)
 			}
 			want := argon2.IDKey(c.pw, c.salt, c.time, c.memory, c.threads, c.keyLen)
