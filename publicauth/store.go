@@ -24,8 +24,9 @@ type UserStore interface {
 	ChangeUser(ctx context.Context, id string, c UserChange) (*User, error)
 	// DeleteUser deletes the user with that id and, in one transaction, everything of
 	// theirs: tokens, refresh tokens and unused codes issued to them, consents, sessions,
-	// PIN challenges, one-time tokens, linked identities, permission records and queued
-	// mail (those refer to an account by id, so no foreign key deletes them). It returns
+	// PIN challenges, one-time tokens, linked identities, permission records, queued mail
+	// and second factors (those refer to an account by id, so no foreign key deletes
+	// them). It returns
 	// ErrUserNotFound when there is no such user.
 	DeleteUser(ctx context.Context, id string) error
 }
