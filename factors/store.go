@@ -92,9 +92,9 @@ type Passkey struct {
 	LastUsedAt   *time.Time
 	// Usable is false for a passkey of another relying party id, or marked as cloned.
 	// Set by the service, not stored.
-	Usable bool `json:"-"`
+	Usable bool
 	// Credential is the go-webauthn credential record (JSON) the service verifies
-	// assertions with; opaque to the store.
+	// assertions with; opaque to the store, and never for a page or an API answer.
 	Credential []byte `json:"-"`
 }
 

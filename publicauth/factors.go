@@ -54,7 +54,11 @@ const noticeLifespan = 24 * time.Hour
 func (s *Service) MailFactorNotice(ctx context.Context, e events.Event) error {
 	var kind, userID string
 	d := MailData{At: e.When()}
-	if ip := e.Metadata().ClientIP; ip.IsValid() {
+	ip := e.Metadata().ClientIP
+	if !ip.IsValid() {
+		ip, _ = events.Request(ctx) // an event no emitter stamped
+	}
+	if ip.IsValid() {
 		d.ClientIP = ip.String()
 	}
 	switch e := e.(type) {

@@ -144,9 +144,11 @@ func TestMailFactorNotice(t *testing.T) {
 			!strings.Contains(m.Text, "the passkey “Laptop”") || !strings.Contains(m.Text, "from 203.0.113.9") {
 			t.Errorf("notice = %q:\n%s", m.Subject, m.Text)
 		}
-		mustNoErr(t, "MailFactorNotice(RecoveryCodeUsed)", e.svc.MailFactorNotice(ctx, &events.RecoveryCodeUsed{UserID: u.ID, Remaining: 4}))
+		// An event no emitter stamped takes the request's address.
+		req := events.WithRequest(ctx, netip.MustParseAddr("198.51.100.4"), "test")
+		mustNoErr(t, "MailFactorNotice(RecoveryCodeUsed)", e.svc.MailFactorNotice(req, &events.RecoveryCodeUsed{UserID: u.ID, Remaining: 4}))
 		e.svc.Wait()
-		if m := e.smtp.WaitFor(t, u.Email); !strings.Contains(m.Text, "4 codes are left") {
+		if m := e.smtp.WaitFor(t, u.Email); !strings.Contains(m.Text, "4 codes are left") || !strings.Contains(m.Text, "from 198.51.100.4") {
 			t.Errorf("recovery code notice:\n%s", m.Text)
 		}
 	})
