@@ -308,25 +308,34 @@ func (s *Service) FinishPasskeyLogin(ctx context.Context, ceremonyID, accountID 
 	owner := cer.AccountID
 	var byID map[string]*Passkey
 	var cred *webauthn.Credential
+	// storeErr is a failure to read the store, which is no fault of the assertion.
+	var storeErr error
 	if cer.Kind == CeremonyLogin {
 		var creds []webauthn.Credential
-		if creds, byID, err = s.credentials(ctx, owner); err == nil {
-			cred, err = s.webauthn.ValidateLogin(&webauthnUser{handle: session.UserID, credentials: creds}, *session, parsed)
+		if creds, byID, storeErr = s.credentials(ctx, owner); storeErr != nil {
+			return nil, storeErr
 		}
+		cred, err = s.webauthn.ValidateLogin(&webauthnUser{handle: session.UserID, credentials: creds}, *session, parsed)
 	} else {
 		// The user handle the authenticator returns names the account.
 		_, cred, err = s.webauthn.ValidatePasskeyLogin(func(_, handle []byte) (webauthn.User, error) {
-			id, lookupErr := s.store.AccountByUserHandle(ctx, handle)
+			id, err := s.store.AccountByUserHandle(ctx, handle)
 			switch {
-			case lookupErr != nil:
-				return nil, lookupErr
+			case errors.Is(err, ErrNotEnrolled):
+				return nil, errors.New("no account has the passkey's user handle")
+			case err != nil:
+				storeErr = err
+				return nil, err
 			case accountID != "" && id != accountID:
 				return nil, errors.New("the passkey is another account's")
 			}
-			creds, keys, credErr := s.credentials(ctx, id)
-			owner, byID = id, keys
-			return &webauthnUser{handle: handle, credentials: creds}, credErr
+			creds, keys, err := s.credentials(ctx, id)
+			owner, byID, storeErr = id, keys, err
+			return &webauthnUser{handle: handle, credentials: creds}, err
 		}, *session, parsed)
+	}
+	if storeErr != nil {
+		return nil, storeErr
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrPasskeyInvalid, err)

@@ -14,8 +14,7 @@ import (
 
 func sessionMethodCases() []storageCase {
 	return []storageCase{
-		{"SessionMethodsRoundTrip", testSessionMethodsRoundTrip},
-		{"ConcurrentAddSessionMethod", testConcurrentAddSessionMethod},
+		{"SessionMethods", together(storageCase{"RoundTrip", testSessionMethodsRoundTrip}, storageCase{"ConcurrentAdd", testConcurrentAddSessionMethod})},
 	}
 }
 
