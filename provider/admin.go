@@ -427,6 +427,7 @@ func (p *Provider) UpdateClient(ctx context.Context, id string, up ClientUpdate)
 	if err != nil {
 		return ClientInfo{}, err
 	}
+	p.keySets.Forget(id) // its jwks_uri or keys may have changed
 	info := clientInfo(c)
 	info.ClientSecret = secret
 	return info, nil
@@ -486,9 +487,13 @@ func (p *Provider) ListClients(ctx context.Context) ([]ClientInfo, error) {
 // DeleteClient removes a client with its codes, tokens and consents; ErrClientNotFound
 // (matching ErrNotFound) when there is none.
 func (p *Provider) DeleteClient(ctx context.Context, id string) error {
-	return p.inTxRecording(ctx, &events.ClientChanged{ClientID: id, Action: events.ClientDeleted}, func(ctx context.Context) error {
+	err := p.inTxRecording(ctx, &events.ClientChanged{ClientID: id, Action: events.ClientDeleted}, func(ctx context.Context) error {
 		return clientNotFound(p.store.DeleteClient(ctx, id))
 	})
+	if err == nil {
+		p.keySets.Forget(id)
+	}
+	return err
 }
 
 // UserSpec describes a user to create (CreateUser).
