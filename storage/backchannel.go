@@ -352,7 +352,7 @@ func (s *Store) ClaimLogouts(ctx context.Context, c LogoutClaim) ([]LogoutMessag
 	err := s.InTx(ctx, func(ctx context.Context) error {
 		rows = nil
 		tx := s.conn(ctx)
-		if err := tx.Raw(query, args).Scan(&rows).Error; err != nil {
+		if err := scan(tx.Raw(query, args), &rows); err != nil {
 			return err
 		}
 		if len(rows) == 0 {
