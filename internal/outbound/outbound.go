@@ -192,27 +192,25 @@ func addHeader(req *http.Request, header http.Header) {
 	}
 }
 
-// checkURL refuses, before any connection, a URL the policy does not allow, and under the
-// strict policy a host that is a refused address written out: the dialer would refuse it
-// anyway, but this says so without a lookup.
+// checkURL refuses, before any connection, a URL the policy does not allow: under the
+// strict policy first a host that is a refused address written out (the dialer would
+// refuse it anyway, but this says so without a lookup), then a scheme other than https.
 func (c *Client) checkURL(u *url.URL) error {
 	switch {
 	case u == nil || !u.IsAbs() || u.Host == "":
 		return fmt.Errorf("%w: not an absolute URL with a host", ErrURL)
 	case u.User != nil:
 		return fmt.Errorf("%w: user info in the URL", ErrURL)
-	case u.Scheme == "https":
-	case u.Scheme == "http" && c.policy.AllowHTTP:
-	default:
-		return fmt.Errorf("%w: scheme %q (want https)", ErrURL, u.Scheme)
 	}
-	if c.policy.AllowPrivate {
-		return nil
-	}
-	if addr, err := netip.ParseAddr(u.Hostname()); err == nil {
-		if block, refused := Refused(addr); refused {
-			return &AddressError{Addr: addr, Block: block}
+	if !c.policy.AllowPrivate {
+		if addr, err := netip.ParseAddr(u.Hostname()); err == nil {
+			if block, refused := Refused(addr); refused {
+				return &AddressError{Addr: addr, Block: block}
+			}
 		}
+	}
+	if u.Scheme != "https" && (u.Scheme != "http" || !c.policy.AllowHTTP) {
+		return fmt.Errorf("%w: scheme %q (want https)", ErrURL, u.Scheme)
 	}
 	return nil
 }
