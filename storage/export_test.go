@@ -86,6 +86,7 @@ func (s *Store) ModelTableNames() (map[string]string, error) {
 		"pushed_requests": &pushedRequestModel{},
 		"session_clients": &sessionClientModel{}, "logout_outbox": &logoutOutboxModel{},
 		"registration_tokens": &registrationTokenModel{}, "mail_outbox": &mailOutboxModel{},
+		"logout_endpoints": &logoutEndpointModel{},
 	} {
 		stmt := &gorm.Statement{DB: s.db}
 		if err := stmt.Parse(model); err != nil {
