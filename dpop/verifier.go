@@ -36,9 +36,6 @@ const replaySlack = time.Minute
 // maxProofBytes bounds a proof: a proof with an RSA-4096 key is under 2 KiB.
 const maxProofBytes = 8 << 10
 
-// RSA key sizes a proof's key may have, in bits.
-const minRSABits, maxRSABits = 2048, 8192
-
 // ReplayCache remembers the proofs' jti values, so each proof is used once (RFC 9449 §11.1).
 // Servers that run several replicas must share it (Gatehouse keeps it in its database).
 type ReplayCache interface {
@@ -288,18 +285,19 @@ func decodeHeader(raw string) (map[string]any, error) {
 	return h, nil
 }
 
-// keyFits reports whether key is of the kind alg signs with, and of a sane size.
+// keyFits reports whether key is of the kind alg signs with, and of a sane size
+// (CheckPublicKey).
 func keyFits(key any, alg string) bool {
-	switch k := key.(type) {
+	var fits bool
+	switch key.(type) {
 	case *ecdsa.PublicKey:
-		return strings.HasPrefix(alg, "ES")
+		fits = strings.HasPrefix(alg, "ES")
 	case *rsa.PublicKey:
-		bits := k.N.BitLen()
-		return (strings.HasPrefix(alg, "RS") || strings.HasPrefix(alg, "PS")) && bits >= minRSABits && bits <= maxRSABits
+		fits = strings.HasPrefix(alg, "RS") || strings.HasPrefix(alg, "PS")
 	case ed25519.PublicKey:
-		return alg == "EdDSA"
+		fits = alg == "EdDSA"
 	}
-	return false
+	return fits && CheckPublicKey(key) == nil
 }
 
 // issuedAt checks iat against the window.

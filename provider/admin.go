@@ -130,10 +130,14 @@ type ClientSpec struct {
 	// https URI (http only on a loopback host). The set is fetched with a 5 s timeout, at
 	// most 64 KiB, cached as its Cache-Control max-age says (1 minute to 1 day; 1 hour
 	// without one) and refetched for an unknown kid at most once a minute. It verifies
-	// private_key_jwt assertions and request objects. Exclusive with JWKS.
+	// private_key_jwt assertions and request objects. Exclusive with JWKS. A client created
+	// here may name any address; one that registered itself (RFC 7591) is held to public
+	// addresses (Config.InsecureAllowPrivateClientURLs).
 	JWKSURI string
 	// JWKS is optional (default none): the client's JSON Web Key Set document, public keys
-	// only (a private or symmetric key is refused). Exclusive with JWKSURI.
+	// only (a private or symmetric key is refused), each within dpop.CheckPublicKey's
+	// bounds (RSA of 2048 to 8192 bits, EC on P-256 or larger, Ed25519), as the keys at
+	// JWKSURI must be too. Exclusive with JWKSURI.
 	JWKS []byte
 	// RequestObjectAlg is optional (default empty: any of RS256/384/512, PS256/384/512,
 	// ES256/384/512): the only algorithm the client's request objects (RFC 9101) may be
@@ -427,6 +431,7 @@ func (p *Provider) UpdateClient(ctx context.Context, id string, up ClientUpdate)
 	if err != nil {
 		return ClientInfo{}, err
 	}
+	p.keySets.Forget(id) // its jwks_uri or keys may have changed
 	info := clientInfo(c)
 	info.ClientSecret = secret
 	return info, nil
@@ -486,9 +491,13 @@ func (p *Provider) ListClients(ctx context.Context) ([]ClientInfo, error) {
 // DeleteClient removes a client with its codes, tokens and consents; ErrClientNotFound
 // (matching ErrNotFound) when there is none.
 func (p *Provider) DeleteClient(ctx context.Context, id string) error {
-	return p.inTxRecording(ctx, &events.ClientChanged{ClientID: id, Action: events.ClientDeleted}, func(ctx context.Context) error {
+	err := p.inTxRecording(ctx, &events.ClientChanged{ClientID: id, Action: events.ClientDeleted}, func(ctx context.Context) error {
 		return clientNotFound(p.store.DeleteClient(ctx, id))
 	})
+	if err == nil {
+		p.keySets.Forget(id)
+	}
+	return err
 }
 
 // UserSpec describes a user to create (CreateUser).

@@ -4,17 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
-	"strings"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/ory/fosite"
 	"github.com/ory/fosite/token/jwt"
+	"go.opentelemetry.io/otel/trace"
 
+	"github.com/gatehouse-id/gatehouse/internal/outbound"
 	"github.com/gatehouse-id/gatehouse/storage"
 )
 
@@ -31,7 +33,7 @@ import (
 
 // Defaults of BackchannelLogoutConfig.
 const (
-	DefaultBackchannelLogoutInterval = 5 * time.Second
+	DefaultBackchannelLogoutInterval = 2 * time.Second
 	DefaultBackchannelLogoutTimeout  = 10 * time.Second
 	DefaultBackchannelLogoutGiveUp   = 24 * time.Hour
 	DefaultBackchannelLogoutKeep     = 7 * 24 * time.Hour
@@ -42,13 +44,22 @@ const (
 	// signed as it is sent, so it only has to outlive one delivery.
 	logoutTokenLifespan = 2 * time.Minute
 	// logoutFirstRetry is the wait after the first failed delivery; it doubles with every
-	// further failure up to logoutMaxRetry.
+	// further failure up to logoutMaxRetry. The same schedule backs off a client's endpoint
+	// by its failures in a row.
 	logoutFirstRetry = 10 * time.Second
 	logoutMaxRetry   = time.Hour
-	// logoutBatch is how many messages one step claims, and sends at once.
-	logoutBatch = 16
-	// logoutResponseLimit caps what is read of a relying party's answer.
-	logoutResponseLimit = 4 << 10
+	// logoutMaxInFlight bounds the deliveries one provider has under way at once, each to
+	// a different client; logoutMaxInFlightFailing bounds those of them to endpoints on a
+	// failure streak, so endpoints that hang can take at most half the room and a healthy
+	// endpoint's logout token always finds a place at the next claim.
+	logoutMaxInFlight        = 64
+	logoutMaxInFlightFailing = logoutMaxInFlight / 2
+	// logoutStreakMemory is how long an endpoint's failure streak is remembered after its
+	// back-off has passed without a new failure.
+	logoutStreakMemory = 24 * time.Hour
+	// logoutResponseLimit caps what is read of a relying party's answer; a longer answer is
+	// a failed delivery.
+	logoutResponseLimit = 64 << 10
 	// backchannelLogoutEvent is the `events` member of a logout token (§2.4).
 	backchannelLogoutEvent = "http://schemas.openid.net/event/backchannel-logout"
 )
@@ -56,11 +67,12 @@ const (
 // BackchannelLogoutConfig configures the delivery of logout tokens. The zero value is the
 // default of every field.
 type BackchannelLogoutConfig struct {
-	// Interval is how often this provider looks for logout tokens due for delivery: default
-	// DefaultBackchannelLogoutInterval (5 seconds); negative turns this replica's worker off
+	// Interval is how often this provider looks for logout tokens due for delivery (and it
+	// looks again at once whenever one of its deliveries ends): default
+	// DefaultBackchannelLogoutInterval (2 seconds); negative turns this replica's worker off
 	// (another replica's then delivers).
 	Interval time.Duration
-	// Timeout bounds one delivery, connection and answer: default
+	// Timeout bounds one delivery, connection (at most 3 seconds of it) and answer: default
 	// DefaultBackchannelLogoutTimeout (10 seconds).
 	Timeout time.Duration
 	// GiveUp is how long after the session ended a failed delivery is still retried (with
@@ -96,19 +108,31 @@ func (c BackchannelLogoutConfig) withDefaults() (BackchannelLogoutConfig, error)
 // take, so no two workers send it at the same time.
 func (c BackchannelLogoutConfig) lease() time.Duration { return 2*c.Timeout + 30*time.Second }
 
-// logoutSender posts logout tokens.
+// logoutSender posts logout tokens, and keeps the state of this provider's deliveries under
+// way: which clients it is delivering to, how many of them to failing endpoints.
 type logoutSender struct {
-	cfg    BackchannelLogoutConfig
-	client *http.Client
+	cfg BackchannelLogoutConfig
+	// clients posts to back-channel logout URIs (outboundClients.forClient).
+	clients outboundClients
+	// wake is signalled when a delivery ends, so the worker claims again at once.
+	wake chan struct{}
+	// deliveries counts the deliveries under way, for Close to wait for.
+	deliveries sync.WaitGroup
+
+	mu      sync.Mutex
+	busy    map[string]bool // clients with a delivery under way
+	failing int             // deliveries under way to endpoints on a failure streak
 }
 
-// newLogoutSender returns a sender whose HTTP client follows no redirect (a relying party's
-// answer is its answer) and gives up after cfg.Timeout.
-func newLogoutSender(cfg BackchannelLogoutConfig) *logoutSender {
-	return &logoutSender{cfg: cfg, client: &http.Client{
-		Timeout:       cfg.Timeout,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}}
+// newLogoutSender returns a sender whose requests follow no redirect (a relying party's
+// answer is its answer), connect within 3 seconds and give up after cfg.Timeout; a
+// dynamically registered client's endpoint must be on a public address unless insecure.
+func newLogoutSender(cfg BackchannelLogoutConfig, tp trace.TracerProvider, insecure bool) (*logoutSender, error) {
+	clients, err := newOutboundClients(tp, insecure, cfg.Timeout, logoutResponseLimit)
+	if err != nil {
+		return nil, fmt.Errorf("provider: back-channel logout: %w", err)
+	}
+	return &logoutSender{cfg: cfg, clients: clients, wake: make(chan struct{}, 1), busy: map[string]bool{}}, nil
 }
 
 // checkBackchannelLogoutURI accepts an absolute https URI, or http on a loopback host
@@ -218,60 +242,131 @@ func (p *Provider) logoutToken(client *storage.Client, m storage.LogoutMessage, 
 	return token, err
 }
 
-// runLogoutDelivery delivers due logout tokens every Interval until ctx is done.
+// runLogoutDelivery delivers due logout tokens every Interval, and again whenever one of its
+// deliveries ends, until ctx is done; then it waits for the deliveries under way, which ctx
+// cancels.
 func (p *Provider) runLogoutDelivery(ctx context.Context) {
 	ticker := time.NewTicker(p.cfg.BackchannelLogout.Interval)
 	defer ticker.Stop()
+	defer p.logouts.deliveries.Wait()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-ticker.C:
-			if _, err := p.deliverLogouts(ctx); err != nil && ctx.Err() == nil {
-				p.log.ErrorContext(ctx, "back-channel logout: delivery failed", "error", err)
-			}
+		case <-p.logouts.wake:
+		}
+		if _, err := p.startLogouts(ctx); err != nil && ctx.Err() == nil {
+			p.log.ErrorContext(ctx, "back-channel logout: delivery failed", "error", err)
 		}
 	}
 }
 
-// deliverLogouts is one step of the worker: it claims the messages due now (at most
-// logoutBatch), sends them at once and records each outcome: delivered messages are deleted,
-// failed ones retried later with exponential backoff, or given up on after GiveUp. It
-// returns how many were delivered.
-func (p *Provider) deliverLogouts(ctx context.Context) (int, error) {
-	cfg := p.cfg.BackchannelLogout
-	msgs, err := p.store.ClaimLogouts(ctx, p.now(), cfg.lease(), logoutBatch)
-	if err != nil {
-		return 0, err
-	}
-	var (
-		wg        sync.WaitGroup
-		mu        sync.Mutex
-		delivered int
-		errs      []error
-	)
-	for _, m := range msgs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ok, err := p.deliverLogout(ctx, m)
-			mu.Lock()
-			defer mu.Unlock()
-			if ok {
-				delivered++
-			}
-			if err != nil {
-				errs = append(errs, err)
-			}
-		}()
-	}
-	wg.Wait()
-	return delivered, errors.Join(errs...)
+// logoutRound is the deliveries one claim started.
+type logoutRound struct {
+	wg        sync.WaitGroup
+	mu        sync.Mutex
+	delivered int
+	errs      []error
 }
 
-// deliverLogout sends one message and records the outcome; ok reports delivery, err a
-// failure to record it (the message is then retried once its lease passes).
-func (p *Provider) deliverLogout(ctx context.Context, m storage.LogoutMessage) (ok bool, err error) {
+// wait waits for the round's deliveries and returns how many were delivered, and the
+// failures to record an outcome.
+func (r *logoutRound) wait() (int, error) {
+	r.wg.Wait()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.delivered, errors.Join(r.errs...)
+}
+
+// startLogouts is one step of the worker: it claims messages due now, at most one per client
+// and none of a client this provider is delivering to already, as many as
+// logoutMaxInFlight leaves room for (endpoints on a failure streak: as many as
+// logoutMaxInFlightFailing leaves, after the healthy ones), and starts each delivery on its
+// own. A delivery ends by itself and records its own outcome (deliverLogout): nothing waits
+// for the slowest. The round returned lets a caller wait for them.
+func (p *Provider) startLogouts(ctx context.Context) (*logoutRound, error) {
+	round := &logoutRound{}
+	s := p.logouts
+	for _, failing := range []bool{false, true} {
+		s.mu.Lock()
+		room := logoutMaxInFlight - len(s.busy)
+		if failing {
+			room = min(room, logoutMaxInFlightFailing-s.failing)
+		}
+		busy := slices.Collect(maps.Keys(s.busy))
+		s.mu.Unlock()
+		if room <= 0 {
+			continue
+		}
+		msgs, err := p.store.ClaimLogouts(ctx, storage.LogoutClaim{
+			Now: p.now(), Lease: s.cfg.lease(), Limit: room, Busy: busy, Failing: failing,
+		})
+		if err != nil {
+			return round, err
+		}
+		for _, m := range msgs {
+			s.begin(m.ClientID, failing)
+			round.wg.Add(1)
+			go func() {
+				defer round.wg.Done()
+				defer s.end(m.ClientID, failing)
+				ok, err := p.deliverLogout(ctx, m, failing)
+				round.mu.Lock()
+				defer round.mu.Unlock()
+				if ok {
+					round.delivered++
+				}
+				if err != nil {
+					round.errs = append(round.errs, err)
+				}
+			}()
+		}
+	}
+	return round, nil
+}
+
+// begin records a delivery to clientID under way.
+func (s *logoutSender) begin(clientID string, failing bool) {
+	s.deliveries.Add(1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.busy[clientID] = true
+	if failing {
+		s.failing++
+	}
+}
+
+// end records the end of a delivery to clientID and wakes the worker.
+func (s *logoutSender) end(clientID string, failing bool) {
+	s.mu.Lock()
+	delete(s.busy, clientID)
+	if failing {
+		s.failing--
+	}
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	s.deliveries.Done()
+}
+
+// deliverLogouts runs one step of the worker and waits for the deliveries it started: it
+// returns how many were delivered.
+func (p *Provider) deliverLogouts(ctx context.Context) (int, error) {
+	round, err := p.startLogouts(ctx)
+	delivered, roundErr := round.wait()
+	return delivered, errors.Join(err, roundErr)
+}
+
+// deliverLogout sends one message and records the outcome: a delivered message is deleted
+// (and, when claimed as one of a failing endpoint, the endpoint's failure streak ends); a
+// failed one is retried later with exponential backoff, or given up on after GiveUp, and its
+// endpoint backs off (storage.LogoutEndpointFailed), so its other messages wait too. ok
+// reports delivery, err a failure to record it (the message is then retried once its lease
+// passes).
+func (p *Provider) deliverLogout(ctx context.Context, m storage.LogoutMessage, failing bool) (ok bool, err error) {
 	log := p.log.With("client_id", m.ClientID, "jti", m.ID, "attempt", m.Attempts)
 	client, err := p.store.ClientByID(ctx, m.ClientID)
 	if errors.Is(err, storage.ErrNotFound) || (err == nil && client.BackchannelLogoutURI == "") {
@@ -285,7 +380,11 @@ func (p *Provider) deliverLogout(ctx context.Context, m storage.LogoutMessage) (
 	sendErr := p.postLogout(ctx, client, m)
 	if sendErr == nil {
 		log.DebugContext(ctx, "back-channel logout: delivered")
-		return true, p.store.LogoutDelivered(ctx, m.ID)
+		err := p.store.LogoutDelivered(ctx, m.ID)
+		if failing {
+			err = errors.Join(err, p.store.LogoutEndpointDelivered(ctx, m.ClientID))
+		}
+		return true, err
 	}
 	if ctx.Err() != nil {
 		return false, nil // shutting down: the lease passes and another attempt follows
@@ -293,13 +392,25 @@ func (p *Provider) deliverLogout(ctx context.Context, m storage.LogoutMessage) (
 	now := p.now()
 	cfg := p.cfg.BackchannelLogout
 	next := now.Add(logoutBackoff(m.Attempts))
-	giveUp := now.Sub(m.CreatedAt) >= cfg.GiveUp || errors.Is(sendErr, errLogoutURIRefused)
-	if giveUp {
-		log.ErrorContext(ctx, "back-channel logout: given up", "error", sendErr, "since", m.CreatedAt)
-	} else {
-		log.WarnContext(ctx, "back-channel logout: delivery failed, will retry", "error", sendErr, "next", next)
+	refused := errors.Is(sendErr, errLogoutURIRefused)
+	reason := outbound.Reason(sendErr)
+	if refused {
+		reason = outbound.ReasonURL
 	}
-	return false, p.store.LogoutFailed(ctx, m.ID, sendErr.Error(), next, giveUp, now, cfg.Keep)
+	p.stats.outboundFailed(purposeBackchannelLogout, reason)
+	giveUp := now.Sub(m.CreatedAt) >= cfg.GiveUp || refused
+	if giveUp {
+		log.ErrorContext(ctx, "back-channel logout: given up", "reason", reason, "error", sendErr, "since", m.CreatedAt)
+	} else {
+		log.WarnContext(ctx, "back-channel logout: delivery failed, will retry", "reason", reason, "error", sendErr, "next", next)
+	}
+	err = p.store.LogoutFailed(ctx, m.ID, sendErr.Error(), next, giveUp, now, cfg.Keep)
+	if !refused {
+		// A URI refused outright costs nothing to refuse again; anything else means the
+		// endpoint is down or slow, and its other messages would fare no better now.
+		err = errors.Join(err, p.store.LogoutEndpointFailed(ctx, m.ClientID, now, logoutBackoff, logoutStreakMemory))
+	}
+	return false, err
 }
 
 // logoutBackoff is the wait after the given number of failed attempts: logoutFirstRetry,
@@ -317,8 +428,10 @@ func logoutBackoff(attempts int) time.Duration {
 var errLogoutURIRefused = errors.New("back-channel logout URI refused")
 
 // postLogout signs m's logout token and posts it to the client's back-channel logout URI,
-// form-encoded (§2.5). Only 200 and 204 count as delivered (§2.8); redirects are not
-// followed and at most logoutResponseLimit bytes of the answer are read.
+// form-encoded (§2.5), through the outbound client for the client (a dynamically registered
+// client's endpoint must be on a public address). Only 200 and 204 count as delivered
+// (§2.8); redirects are not followed and at most logoutResponseLimit bytes of the answer are
+// read.
 func (p *Provider) postLogout(ctx context.Context, client *storage.Client, m storage.LogoutMessage) error {
 	if err := checkBackchannelLogoutURI(client.BackchannelLogoutURI); err != nil {
 		return fmt.Errorf("%w: %w", errLogoutURIRefused, err)
@@ -327,21 +440,10 @@ func (p *Provider) postLogout(ctx context.Context, client *storage.Client, m sto
 	if err != nil {
 		return fmt.Errorf("sign logout token: %w", err)
 	}
-	body := url.Values{"logout_token": {token}}.Encode()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, client.BackchannelLogoutURI, strings.NewReader(body))
+	res, err := p.logouts.clients.forClient(client).PostForm(ctx, client.BackchannelLogoutURI,
+		url.Values{"logout_token": {token}}, http.Header{"Cache-Control": {"no-store"}})
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Cache-Control", "no-store")
-	resp, err := p.logouts.client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, logoutResponseLimit))
-	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusNoContent {
-		return fmt.Errorf("relying party answered %s", resp.Status)
-	}
-	return nil
+	return res.Want(http.StatusOK, http.StatusNoContent)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -584,6 +585,78 @@ func TestBackchannelLogoutDeliveryRules(t *testing.T) {
 					t.Errorf("delivery to plain http: got %+v, want it given up at once", m)
 				}
 			}
+		}
+	})
+}
+
+// TestBackchannelLogoutNotStarvedByHangingEndpoints: 48 clients whose back-channel logout
+// endpoints accept connections and never answer, with three logout messages queued each
+// before it, do not hold up a healthy client's logout token: it arrives within 5 seconds,
+// while the hanging endpoints are still being waited for.
+func TestBackchannelLogoutNotStarvedByHangingEndpoints(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
+		ctx := context.Background()
+		const hanging, perHanging = 48, 3
+		holes := make([]*blackHole, hanging)
+		for i := range holes {
+			holes[i] = newBlackHole(t)
+		}
+		e := newEnv(t, b, provider.Config{JanitorInterval: -1,
+			BackchannelLogout: provider.BackchannelLogoutConfig{Interval: 50 * time.Millisecond}})
+		victim := newLogoutReceiver(t)
+		e.client(t, provider.ClientSpec{ID: "victim", FirstParty: true, BackchannelLogoutURI: victim.uri()})
+		user := e.user(t, "starved@example.com", "Starved")
+		now := time.Now().UTC()
+		session := func(clients ...string) *publicauth.Session {
+			s := &publicauth.Session{IDHash: randomString(32), UserID: user.ID, Kind: publicauth.SessionPublic,
+				Method: publicauth.MethodPassword, AuthTime: now, ExpiresAt: now.Add(time.Hour)}
+			if err := e.store.CreateSession(ctx, s); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range clients {
+				if err := e.store.RecordSessionClient(ctx, s.SID, c); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return s
+		}
+		var all []string
+		for i, h := range holes {
+			id := fmt.Sprintf("hanging-%02d", i)
+			e.client(t, provider.ClientSpec{ID: id, FirstParty: true, BackchannelLogoutURI: h.url("/backchannel-logout")})
+			all = append(all, id)
+		}
+		for range perHanging {
+			if err := e.store.DeleteSession(ctx, session(all...).IDHash); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Bounded wait until the worker is held up by the hanging endpoints.
+		reached := func() (n int32) {
+			for _, h := range holes {
+				n += h.conns.Load()
+			}
+			return n
+		}
+		for i := 0; i < 250 && reached() < hanging; i++ {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if err := e.store.DeleteSession(ctx, session("victim").IDHash); err != nil {
+			t.Fatal(err)
+		}
+
+		// Bounded wait: the token must be there within 5 seconds of its session's end.
+		deadline := time.Now().Add(5 * time.Second)
+		for len(victim.received()) == 0 && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		got := victim.received()
+		if len(got) != 1 {
+			t.Fatalf("the healthy client holds %d logout tokens 5 s after its session ended, want 1 (hanging endpoints reached: %d)", len(got), reached())
+		}
+		if aud := unverifiedClaim(got[0], "aud"); aud != "victim" {
+			t.Errorf("token aud: got %q, want victim", aud)
 		}
 	})
 }

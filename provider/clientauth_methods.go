@@ -298,7 +298,7 @@ func (a *clientAuthenticator) verificationKeys(ctx context.Context, c *storage.C
 		return nil, fosite.ErrInvalidClient.WithHint("The client has no JSON Web Keys registered.")
 	}
 	for _, refresh := range []bool{false, true} {
-		set, err := a.keySets.Resolve(ctx, c.JWKSURI, refresh)
+		set, err := a.keySets.ResolveClient(ctx, c, refresh)
 		if err != nil {
 			return nil, fosite.ErrInvalidClient.WithHint("The client's JSON Web Key Set could not be fetched.").WithWrap(err).WithDebug(err.Error())
 		}
@@ -311,6 +311,8 @@ func (a *clientAuthenticator) verificationKeys(ctx context.Context, c *storage.C
 
 // matchingKeys returns the signing keys of set with the header's kid (every key when it has
 // none) whose type can verify the header's algorithm and whose own alg, when set, is it.
+// Both sources of sets (storage.Client.GetJSONWebKeys, parseClientJWKS) already left out
+// the keys dpop.CheckPublicKey refuses.
 func matchingKeys(set *jose.JSONWebKeySet, header jose.Header) []any {
 	var out []any
 	for _, k := range set.Keys {

@@ -127,6 +127,16 @@ type Config struct {
 	// always see the consent page. Default false: registration needs an initial access token
 	// an admin issued (CreateRegistrationToken).
 	OpenRegistration bool
+	// InsecureAllowPrivateClientURLs lets dynamically registered clients (RFC 7591) name
+	// URLs Gatehouse requests — jwks_uri and backchannel_logout_uri — on loopback, private
+	// and link-local addresses (and http on a loopback host, as clients an admin creates
+	// may), and makes Gatehouse's requests to those clients' URLs connect to such
+	// addresses. For development only: with it on, anyone who may register a client can
+	// make the server send requests into its own network (server-side request forgery).
+	// Default false: a registered client's URLs must be https on a public address, and every
+	// request to them refuses internal addresses (package internal/outbound). Clients an
+	// admin created (CreateClient, the CLI) are trusted with any address either way.
+	InsecureAllowPrivateClientURLs bool
 	// SkipMigrate leaves the database schema alone at start-up (run `migrate` yourself).
 	// Default false: pending migrations are applied by New.
 	SkipMigrate bool

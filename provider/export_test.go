@@ -56,3 +56,6 @@ func (p *Provider) VerifiedTokensCached() int {
 	}
 	return p.verifier.verified.len()
 }
+
+// ClientKeySetsCached is how many clients' key sets p's JWKS cache holds.
+func (p *Provider) ClientKeySetsCached() int { return p.keySets.len() }

@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"go.opentelemetry.io/otel/trace"
 	"maps"
 	"time"
 
@@ -73,7 +72,7 @@ type fositeStore interface {
 // OpenID Connect), refresh token, client credentials, introspection, revocation and pushed
 // authorization requests (stored in access.store). Nothing else is enabled — no implicit or hybrid flow, no password grant. Access tokens are
 // stateless: access verifies them, for the revocation endpoint among others.
-func newOAuth2Provider(cfg Config, store fositeStore, access *accessTokenVerifier, tp trace.TracerProvider) (*fosite.Fosite, *jwtSigner) {
+func newOAuth2Provider(cfg Config, store fositeStore, access *accessTokenVerifier, keySets *clientKeySets) (*fosite.Fosite, *jwtSigner) {
 	keys, now := access.keys, access.now
 	fc := &fosite.Config{
 		AccessTokenLifespan:            cfg.AccessTokenLifespan,
@@ -159,8 +158,6 @@ func newOAuth2Provider(cfg Config, store fositeStore, access *accessTokenVerifie
 	// Every endpoint that authenticates clients (token, introspection, revocation, PAR,
 	// device authorization) goes through fosite's AuthenticateClient, so this one strategy
 	// decides them all.
-	keySets := newClientKeySets(now)
-	keySets.client = tracedClient(tp, keySets.client) // client spans for jwks_uri fetches
 	fc.JWKSFetcherStrategy = keySets
 	fc.ClientAuthenticationStrategy = singleClientAuthentication((&clientAuthenticator{
 		clients: store, hasher: fc.ClientSecretsHasher, secrets: newClientSecretSealer(cfg.Secret),

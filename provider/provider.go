@@ -66,6 +66,8 @@ type Provider struct {
 	// wrapped by tracedClient with it.
 	tracer trace.TracerProvider
 
+	// keySets fetches and caches the key sets at clients' jwks_uri (client_jwks.go).
+	keySets *clientKeySets
 	// logouts delivers back-channel logout tokens (backchannel.go).
 	logouts *logoutSender
 
@@ -166,7 +168,17 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	if p.dpop, err = newDPoPVerifier(cfg, p.store, o.now); err != nil {
 		return fail(err)
 	}
-	p.oauth, p.idSigner = newOAuth2Provider(cfg, p.fositeStore(), p.verifier, o.tracer)
+	if cfg.InsecureAllowPrivateClientURLs {
+		o.logger.Warn("InsecureAllowPrivateClientURLs is on: dynamically registered clients may make this server send requests to loopback and private addresses; for development only")
+	}
+	jwksClients, err := newOutboundClients(o.tracer, cfg.InsecureAllowPrivateClientURLs, jwksFetchTimeout, jwksMaxBytes)
+	if err != nil {
+		return fail(err)
+	}
+	p.keySets = newClientKeySets(jwksClients, o.now, func(ctx context.Context, clientID, reason string, err error) {
+		p.outboundFailed(ctx, purposeJWKS, clientID, reason, err)
+	})
+	p.oauth, p.idSigner = newOAuth2Provider(cfg, p.fositeStore(), p.verifier, p.keySets)
 
 	if p.limiter, p.closeLimiter, err = newLimiter(cfg.PublicAuth, o); err != nil {
 		return fail(err)
@@ -185,7 +197,9 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 		return fail(err)
 	}
 	p.router = traceRequests(o.tracer, p.routes())
-	p.logouts = newLogoutSender(cfg.BackchannelLogout)
+	if p.logouts, err = newLogoutSender(cfg.BackchannelLogout, o.tracer, cfg.InsecureAllowPrivateClientURLs); err != nil {
+		return fail(err)
+	}
 
 	bg, stop := context.WithCancel(context.Background())
 	p.stop = stop

@@ -244,6 +244,11 @@ func (p *Provider) specFromMetadata(m clientMetadata) (ClientSpec, *registration
 	if method == storage.AuthMethodPrivateKeyJWT && (m.JWKSURI == "") == (jwks == nil) {
 		return ClientSpec{}, metadataError("a private_key_jwt client registers exactly one of jwks_uri and jwks")
 	}
+	for _, u := range []struct{ name, value string }{{"jwks_uri", m.JWKSURI}, {"backchannel_logout_uri", m.BackchannelLogoutURI}} {
+		if err := checkRegisteredClientURL(u.value, p.cfg.InsecureAllowPrivateClientURLs); err != nil {
+			return ClientSpec{}, metadataError("%s %v", u.name, err)
+		}
+	}
 	if len(m.ClientName) > maxClientNameLen || strings.IndexFunc(m.ClientName, unicode.IsControl) >= 0 {
 		return ClientSpec{}, metadataError("client_name must be at most %d characters without control characters", maxClientNameLen)
 	}

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"database/sql"
+	"maps"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,6 +42,17 @@ type Stats struct {
 	// ActiveKeyCreated is when the key each algorithm signs with now was created, by
 	// algorithm ("RS256", "ES256", "EdDSA").
 	ActiveKeyCreated map[string]time.Time
+	// OutboundFailures counts this provider's failed requests to URLs clients supplied, by
+	// purpose ("jwks_uri", "backchannel_logout_uri") and reason: refused_address (an
+	// internal address a dynamically registered client named), invalid_url, timeout,
+	// connection, status (an answer other than the success expected), too_large,
+	// invalid_document (a key set that does not parse or holds a refused key).
+	OutboundFailures map[OutboundFailure]uint64
+}
+
+// OutboundFailure is the key of Stats.OutboundFailures.
+type OutboundFailure struct {
+	Purpose, Reason string
 }
 
 // statsQueryTimeout bounds the one query Stats makes (the mail outbox's counts), so a
@@ -87,21 +99,30 @@ func (p *Provider) Stats() Stats {
 type opsCounters struct {
 	mu         sync.Mutex
 	refusals   map[string]uint64
+	outbound   map[OutboundFailure]uint64
 	lockouts   atomic.Uint64
 	mailFailed atomic.Uint64
 }
 
-func newOpsCounters() *opsCounters { return &opsCounters{refusals: map[string]uint64{}} }
+func newOpsCounters() *opsCounters {
+	return &opsCounters{refusals: map[string]uint64{}, outbound: map[OutboundFailure]uint64{}}
+}
 
 func (c *opsCounters) snapshot() Stats {
 	c.mu.Lock()
-	refusals := make(map[string]uint64, len(c.refusals))
-	for k, v := range c.refusals {
-		refusals[k] = v
-	}
+	refusals := maps.Clone(c.refusals)
+	outbound := maps.Clone(c.outbound)
 	c.mu.Unlock()
-	return Stats{RateLimitRefusals: refusals, LockoutRefusals: c.lockouts.Load(),
+	return Stats{RateLimitRefusals: refusals, OutboundFailures: outbound, LockoutRefusals: c.lockouts.Load(),
 		MailFailures: c.mailFailed.Load()}
+}
+
+// outboundFailed counts one failed request to a client's URL. Both labels come from small
+// fixed sets (the purposes here, outbound's reasons), never from the URL.
+func (c *opsCounters) outboundFailed(purpose, reason string) {
+	c.mu.Lock()
+	c.outbound[OutboundFailure{Purpose: purpose, Reason: reason}]++
+	c.mu.Unlock()
 }
 
 // refused counts one refusal of the limit whose limiter key is key.

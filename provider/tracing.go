@@ -66,10 +66,16 @@ func tracedClient(tp trace.TracerProvider, client *http.Client) *http.Client {
 	if next == nil {
 		next = http.DefaultTransport
 	}
-	c.Transport = otelhttp.NewTransport(next, otelhttp.WithTracerProvider(tp),
+	c.Transport = tracedTransport(tp, next)
+	return c
+}
+
+// tracedTransport wraps next so that every request is a client span under tp, without a
+// traceparent sent: the servers called are third parties.
+func tracedTransport(tp trace.TracerProvider, next http.RoundTripper) http.RoundTripper {
+	return otelhttp.NewTransport(next, otelhttp.WithTracerProvider(tp),
 		otelhttp.WithPropagators(propagation.NewCompositeTextMapPropagator()),
 		otelhttp.WithMeterProvider(noop.NewMeterProvider()))
-	return c
 }
 
 // tracedMailer wraps every Send of a mailer in a span.

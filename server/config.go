@@ -129,6 +129,7 @@ func serveCommand() (c *command, resolve func() (Config, error)) {
 	addPermissionFlags(c, &pc.Permissions)
 	addPARFlags(c, pc)
 	addDynamicRegistrationFlags(c, pc)
+	addOutboundFlags(c, pc)
 	c.add("debug-addr", "HOST:PORT", "GATEHOUSE_DEBUG_ADDR", "",
 		"serve net/http/pprof on this loopback address, on a listener of its own (off when empty)",
 		func(v string) error {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -87,6 +88,12 @@ func (m *metrics) writeOps(w io.Writer) {
 		fmt.Fprintf(w, "gatehouse_rate_limit_breaker_open %d\n", open)
 		header(w, "gatehouse_rate_limit_breaker_opened_total", "counter", "Times the circuit breaker of the rate limits' Redis opened after a failure of Redis.")
 		fmt.Fprintf(w, "gatehouse_rate_limit_breaker_opened_total %d\n", b.Opened)
+	}
+	header(w, "gatehouse_outbound_request_failures_total", "counter", "Failed requests to URLs clients supplied, by purpose (jwks_uri, backchannel_logout_uri) and reason (refused_address, timeout, connection, status, too_large, invalid_url, invalid_document).")
+	for _, f := range slices.SortedFunc(maps.Keys(stats.OutboundFailures), func(a, b provider.OutboundFailure) int {
+		return cmp.Or(strings.Compare(a.Purpose, b.Purpose), strings.Compare(a.Reason, b.Reason))
+	}) {
+		fmt.Fprintf(w, "gatehouse_outbound_request_failures_total{purpose=%s,reason=%s} %d\n", label(f.Purpose), label(f.Reason), stats.OutboundFailures[f])
 	}
 	header(w, "gatehouse_mail_failures_total", "counter", "Mail delivery attempts the mailer failed (each is retried from the outbox).")
 	fmt.Fprintf(w, "gatehouse_mail_failures_total %d\n", stats.MailFailures)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-id/gatehouse/provider"
 	"github.com/gatehouse-id/gatehouse/storage/storagetest"
 )
 
@@ -211,5 +212,27 @@ func checkDashboardNames(t *testing.T, page string) {
 	}
 	if queried == 0 {
 		t.Error("the dashboard queries no gatehouse metric")
+	}
+}
+
+// TestOutboundFailureMetric: the provider's outbound failures are exported by purpose and
+// reason, sorted, one series each.
+func TestOutboundFailureMetric(t *testing.T) {
+	m := newMetrics()
+	m.stats = func() provider.Stats {
+		return provider.Stats{OutboundFailures: map[provider.OutboundFailure]uint64{
+			{Purpose: "jwks_uri", Reason: "timeout"}:                       2,
+			{Purpose: "backchannel_logout_uri", Reason: "refused_address"}: 1,
+			{Purpose: "jwks_uri", Reason: "refused_address"}:               3,
+		}}
+	}
+	var out strings.Builder
+	m.writeOps(&out)
+	want := "# TYPE gatehouse_outbound_request_failures_total counter\n" +
+		`gatehouse_outbound_request_failures_total{purpose="backchannel_logout_uri",reason="refused_address"} 1` + "\n" +
+		`gatehouse_outbound_request_failures_total{purpose="jwks_uri",reason="refused_address"} 3` + "\n" +
+		`gatehouse_outbound_request_failures_total{purpose="jwks_uri",reason="timeout"} 2` + "\n"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("metrics lack\n%s\ngot:\n%s", want, out.String())
 	}
 }

@@ -280,14 +280,92 @@ func (s *Store) endSessions(tx *gorm.DB, limit int, where string, args ...any) (
 	return res.RowsAffected, nil
 }
 
-// ClaimLogouts claims up to limit logout messages due at now for delivery and returns them:
-// each claimed message's next attempt moves to now+lease and its attempt count goes up by
-// one, in one short transaction, so no other worker (on any replica) claims it again until
-// the lease has passed. On Postgres the due rows are read FOR UPDATE SKIP LOCKED, so
-// concurrent workers claim disjoint sets without waiting; on SQLite the transaction holds the
-// write lock. Messages given up on are never claimed. The lease must outlast a delivery.
-func (s *Store) ClaimLogouts(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]LogoutMessage, error) {
-	rows, err := claimDue[logoutOutboxModel](ctx, s, now, lease, limit)
+// LogoutClaim says which due logout messages ClaimLogouts takes.
+type LogoutClaim struct {
+	// Now is when the messages must be due; Lease is how long the claimed ones are left to
+	// the caller. The lease must outlast a delivery.
+	Now   time.Time
+	Lease time.Duration
+	// Limit is the most messages claimed.
+	Limit int
+	// Busy are clients none of whose messages is claimed: the caller is delivering to them
+	// already.
+	Busy []string
+	// Failing selects the clients whose endpoint is on a failure streak
+	// (LogoutEndpointFailed) and whose back-off has passed; without it, only the clients
+	// whose endpoint is not. A client whose back-off has not passed is never claimed for.
+	Failing bool
+}
+
+// claimLogoutsSQL selects the messages a claim takes: due, not given up on, of a client
+// neither busy (%[1]s) nor backing off (%[2]s), the oldest of each client, the oldest
+// clients first. The due conditions are repeated outside the ranking: on Postgres a row
+// another worker claimed meanwhile is re-read when its lock is released, and must then no
+// longer qualify. %[3]s is FOR UPDATE SKIP LOCKED on Postgres.
+const claimLogoutsSQL = `SELECT * FROM {logout_outbox} WHERE id IN (
+		SELECT id FROM (
+			SELECT o.id, o.next_attempt_at,
+				ROW_NUMBER() OVER (PARTITION BY o.client_id ORDER BY o.next_attempt_at, o.id) AS client_rank
+			FROM {logout_outbox} o LEFT JOIN {logout_endpoints} e ON e.client_id = o.client_id
+			WHERE o.failed_at IS NULL AND o.next_attempt_at <= @now%[1]s AND %[2]s
+		) ranked WHERE client_rank = 1 ORDER BY next_attempt_at, id LIMIT @limit
+	) AND failed_at IS NULL AND next_attempt_at <= @now
+	ORDER BY next_attempt_at, id%[3]s`
+
+// ClaimLogouts claims for delivery, as c says, logout messages due at c.Now: at most one of
+// each client, so a client with many messages queued (or an endpoint that never answers)
+// takes one place of c.Limit, not all of them. Each claimed message's next attempt moves to
+// Now+Lease and its attempt count goes up by one, in one short transaction, so no other
+// worker (on any replica) claims it again until the lease has passed. On Postgres the rows
+// are locked FOR UPDATE SKIP LOCKED, so concurrent workers claim disjoint sets without
+// waiting; on SQLite the transaction holds the write lock (taken only when some message is
+// due). Messages given up on are never claimed, nor messages of a client whose endpoint is
+// backing off (LogoutEndpointFailed).
+func (s *Store) ClaimLogouts(ctx context.Context, c LogoutClaim) ([]LogoutMessage, error) {
+	if c.Limit <= 0 {
+		return nil, nil
+	}
+	cutoff := utc(c.Now)
+	var due int64
+	if err := scan(s.conn(ctx).Raw(s.sql(`SELECT COUNT(*) FROM (SELECT 1 FROM {logout_outbox}
+		WHERE failed_at IS NULL AND next_attempt_at <= ? LIMIT 1) due`), cutoff), &due); err != nil {
+		return nil, fmt.Errorf("storage: claim logout messages: %w", err)
+	}
+	if due == 0 {
+		return nil, nil
+	}
+	args := map[string]any{"now": cutoff, "limit": c.Limit}
+	busy := ""
+	if len(c.Busy) > 0 {
+		busy, args["busy"] = " AND o.client_id NOT IN @busy", c.Busy
+	}
+	endpoint := "e.client_id IS NULL"
+	if c.Failing {
+		endpoint = "e.client_id IS NOT NULL AND e.retry_at <= @now"
+	}
+	lock := ""
+	if s.dialect == dialectPostgres {
+		lock = " FOR UPDATE SKIP LOCKED"
+	}
+	query := s.sql(fmt.Sprintf(claimLogoutsSQL, busy, endpoint, lock))
+	var rows []logoutOutboxModel
+	err := s.InTx(ctx, func(ctx context.Context) error {
+		rows = nil
+		tx := s.conn(ctx)
+		if err := scan(tx.Raw(query, args), &rows); err != nil {
+			return err
+		}
+		if len(rows) == 0 {
+			return nil
+		}
+		ids := make([]string, len(rows))
+		for i := range rows {
+			ids[i] = rows[i].ID
+			rows[i].Attempts++
+		}
+		return tx.Model(&logoutOutboxModel{}).Where("id IN ? AND next_attempt_at <= ?", ids, cutoff).
+			Updates(map[string]any{"next_attempt_at": cutoff.Add(c.Lease), "attempts": gorm.Expr("attempts + 1")}).Error
+	})
 	if err != nil {
 		return nil, fmt.Errorf("storage: claim logout messages: %w", err)
 	}
@@ -301,6 +379,72 @@ func (s *Store) ClaimLogouts(ctx context.Context, now time.Time, lease time.Dura
 	return claimed, nil
 }
 
+type logoutEndpointModel struct {
+	ClientID  string `gorm:"primaryKey"`
+	Failures  int
+	RetryAt   time.Time
+	ExpiresAt time.Time
+}
+
+func (logoutEndpointModel) TableName(n schema.Namer) string { return n.TableName("logout_endpoints") }
+
+// LogoutEndpointFailed records that a delivery to clientID's back-channel logout endpoint
+// failed at now: its failure streak grows by one, and ClaimLogouts claims none of its
+// messages before now plus backoff(streak) (streak 1 after the first failure). The record
+// is kept until keep after that, for the streak to go on should the next delivery fail too;
+// LogoutEndpointDelivered ends it.
+func (s *Store) LogoutEndpointFailed(ctx context.Context, clientID string, now time.Time, backoff func(streak int) time.Duration, keep time.Duration) error {
+	now = utc(now)
+	err := s.InTx(ctx, func(ctx context.Context) error {
+		tx := s.conn(ctx)
+		var streak int
+		err := scan(tx.Raw(s.sql(`INSERT INTO {logout_endpoints} (client_id, failures, retry_at, expires_at) VALUES (?, 1, ?, ?)
+			ON CONFLICT (client_id) DO UPDATE SET failures = {logout_endpoints}.failures + 1
+			RETURNING failures`), clientID, now, now.Add(keep)), &streak)
+		if err != nil {
+			return err
+		}
+		retry := now.Add(backoff(streak))
+		return tx.Model(&logoutEndpointModel{}).Where("client_id = ?", clientID).
+			Updates(map[string]any{"retry_at": retry, "expires_at": retry.Add(keep)}).Error
+	})
+	if err != nil {
+		return fmt.Errorf("storage: record a failing logout endpoint: %w", err)
+	}
+	return nil
+}
+
+// LogoutEndpointDelivered ends the failure streak of clientID's back-channel logout endpoint,
+// if any: a delivery to it succeeded.
+func (s *Store) LogoutEndpointDelivered(ctx context.Context, clientID string) error {
+	if err := s.conn(ctx).Where("client_id = ?", clientID).Delete(&logoutEndpointModel{}).Error; err != nil {
+		return fmt.Errorf("storage: end a logout endpoint's failure streak: %w", err)
+	}
+	return nil
+}
+
+// LogoutEndpoint is the back-off state of a client's back-channel logout endpoint.
+type LogoutEndpoint struct {
+	ClientID string
+	// Failures counts the failed deliveries in a row; RetryAt is when its messages are
+	// claimed again.
+	Failures int
+	RetryAt  time.Time
+}
+
+// LogoutEndpoints returns the endpoints on a failure streak: for operators and tests.
+func (s *Store) LogoutEndpoints(ctx context.Context) ([]LogoutEndpoint, error) {
+	var rows []logoutEndpointModel
+	if err := s.conn(ctx).Order("client_id").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("storage: list logout endpoints: %w", err)
+	}
+	out := make([]LogoutEndpoint, len(rows))
+	for i, r := range rows {
+		out[i] = LogoutEndpoint{ClientID: r.ClientID, Failures: r.Failures, RetryAt: timeUTC(r.RetryAt)}
+	}
+	return out, nil
+}
+
 // outboxRow is the pointer to an outbox table's model that claimDue needs: its id, and
 // counting the attempt a claim starts.
 type outboxRow[M any] interface {
@@ -308,9 +452,6 @@ type outboxRow[M any] interface {
 	outboxID() string
 	countAttempt()
 }
-
-func (r *logoutOutboxModel) outboxID() string { return r.ID }
-func (r *logoutOutboxModel) countAttempt()    { r.Attempts++ }
 
 // claimDue claims, for an outbox table of model M (columns next_attempt_at, attempts,
 // failed_at), up to limit rows due at now: in one short transaction each claimed row's next

@@ -5,6 +5,8 @@ import (
 
 	"github.com/go-jose/go-jose/v3"
 	"github.com/ory/fosite"
+
+	"github.com/gatehouse-id/gatehouse/dpop"
 )
 
 // The client authentication methods of RFC 6749 §2.3, OpenID Connect Core §9 and RFC 7523.
@@ -61,7 +63,10 @@ func (c *Client) GetRequestURIs() []string { return nil }
 
 // GetJSONWebKeys returns the client's registered key set, or nil when it has none (or it
 // does not parse, which registration prevents). A key without "use" is marked "sig", as
-// fosite looks only at signing keys and RFC 7517 §4.2 leaves "use" optional.
+// fosite looks only at signing keys and RFC 7517 §4.2 leaves "use" optional. A key outside
+// the bounds every verifying key has (dpop.CheckPublicKey: RSA of 2048 to 8192 bits, EC on
+// P-256 or larger) is left out, so one registered before registration refused it never
+// verifies a request object.
 func (c *Client) GetJSONWebKeys() *jose.JSONWebKeySet {
 	if len(c.JWKS) == 0 {
 		return nil
@@ -70,11 +75,17 @@ func (c *Client) GetJSONWebKeys() *jose.JSONWebKeySet {
 	if err := json.Unmarshal(c.JWKS, &set); err != nil {
 		return nil
 	}
-	for i := range set.Keys {
-		if set.Keys[i].Use == "" {
-			set.Keys[i].Use = "sig"
+	keys := set.Keys[:0]
+	for _, k := range set.Keys {
+		if dpop.CheckPublicKey(k.Key) != nil {
+			continue
 		}
+		if k.Use == "" {
+			k.Use = "sig"
+		}
+		keys = append(keys, k)
 	}
+	set.Keys = keys
 	return &set
 }
 

@@ -86,7 +86,8 @@ func (s *Store) ModelTableNames() (map[string]string, error) {
 		"pushed_requests": &pushedRequestModel{},
 		"session_clients": &sessionClientModel{}, "logout_outbox": &logoutOutboxModel{},
 		"registration_tokens": &registrationTokenModel{}, "mail_outbox": &mailOutboxModel{},
-		"totp_factors": &totpFactorModel{}, "recovery_codes": &recoveryCodeModel{},
+		"logout_endpoints": &logoutEndpointModel{},
+		"totp_factors":     &totpFactorModel{}, "recovery_codes": &recoveryCodeModel{},
 		"webauthn_users": &webauthnUserModel{}, "webauthn_credentials": &webauthnCredentialModel{},
 		"webauthn_ceremonies": &webauthnCeremonyModel{},
 	} {

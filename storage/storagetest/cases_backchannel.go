@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -19,6 +20,8 @@ func backchannelCases() []storageCase {
 	return []storageCase{
 		{"SessionEndQueuesLogouts", testSessionEndQueuesLogouts},
 		{"ClaimLogouts", testClaimLogouts},
+		{"ClaimLogoutsOnePerClient", testClaimLogoutsOnePerClient},
+		{"LogoutEndpointBackoff", testLogoutEndpointBackoff},
 		{"SessionEndRacesAuthorization", testSessionEndRacesAuthorization},
 	}
 }
@@ -134,31 +137,62 @@ func testSessionEndQueuesLogouts(t *testing.T, s *storage.Store) {
 	checkErr(t, "expired session after the janitor", err, publicauth.ErrSessionNotFound)
 }
 
+// queueLogouts ends, for each client named in perClient, that many sessions in which it was
+// issued a code (creating the client with a back-channel logout URI), and returns the
+// messages queued, oldest first.
+func queueLogouts(t *testing.T, s *storage.Store, email string, perClient map[string]int) []storage.LogoutMessage {
+	t.Helper()
+	ctx := context.Background()
+	u := mustCreateUser(t, s, email)
+	for id, n := range perClient {
+		c := newClient(id)
+		c.BackchannelLogoutURI = "https://" + id + ".example/logout"
+		mustNoErr(t, "CreateClient", s.CreateClient(ctx, c))
+		for range n {
+			sess := mustSession(t, s, u.ID, t0)
+			mustNoErr(t, "RecordSessionClient", s.RecordSessionClient(ctx, sess.SID, id))
+		}
+	}
+	mustNoErr(t, "DeleteUserSessions", s.DeleteUserSessions(ctx, u.ID))
+	return pending(t, s)
+}
+
+// claimClients claims as c says and returns the claimed messages' clients, sorted.
+func claimClients(t *testing.T, s *storage.Store, c storage.LogoutClaim) []string {
+	t.Helper()
+	msgs, err := s.ClaimLogouts(context.Background(), c)
+	mustNoErr(t, "ClaimLogouts", err)
+	out := make([]string, 0, len(msgs))
+	for _, m := range msgs {
+		out = append(out, m.ClientID)
+	}
+	slices.Sort(out)
+	return out
+}
+
 // testClaimLogouts: concurrent claims share the due messages out without overlap; a claim
 // holds its messages for the lease; delivered messages go; a message given up on is never
 // claimed again and stays until the janitor deletes it after its keep time.
 func testClaimLogouts(t *testing.T, s *storage.Store) {
 	ctx := context.Background()
-	bcl := newClient("bcl")
-	bcl.BackchannelLogoutURI = "https://bcl.example/logout"
-	mustNoErr(t, "CreateClient", s.CreateClient(ctx, bcl))
-	u := mustCreateUser(t, s, "claims@example.com")
 	const n = 12
-	for range n {
-		sess := mustSession(t, s, u.ID, t0)
-		mustNoErr(t, "RecordSessionClient", s.RecordSessionClient(ctx, sess.SID, "bcl"))
+	clients := map[string]int{}
+	for i := range n {
+		clients[fmt.Sprintf("bcl-%02d", i)] = 1
 	}
-	mustNoErr(t, "DeleteUserSessions", s.DeleteUserSessions(ctx, u.ID))
-	if got := pending(t, s); len(got) != n {
+	if got := queueLogouts(t, s, "claims@example.com", clients); len(got) != n {
 		t.Fatalf("outbox: %d messages, want %d", len(got), n)
 	}
 	now := time.Now().Add(time.Minute)
 	const lease = time.Minute
+	claim := func(at time.Time, limit int) storage.LogoutClaim {
+		return storage.LogoutClaim{Now: at, Lease: lease, Limit: limit}
+	}
 
 	var mu sync.Mutex
 	claimed := map[string]int{}
 	errs := runConcurrently(6, func(int) error {
-		msgs, err := s.ClaimLogouts(ctx, now, lease, 5)
+		msgs, err := s.ClaimLogouts(ctx, claim(now, 5))
 		mu.Lock()
 		defer mu.Unlock()
 		for _, m := range msgs {
@@ -181,17 +215,17 @@ func testClaimLogouts(t *testing.T, s *storage.Store) {
 	}
 	// Six claims of five each can take all twelve; with SKIP LOCKED or the write lock none
 	// is taken twice. Claim what is left, if anything, then nothing is due.
-	rest, err := s.ClaimLogouts(ctx, now, lease, n)
+	rest, err := s.ClaimLogouts(ctx, claim(now, n))
 	mustNoErr(t, "ClaimLogouts", err)
 	if total+len(rest) != n {
 		t.Errorf("claimed %d + %d messages, want %d", total, len(rest), n)
 	}
-	if more, err := s.ClaimLogouts(ctx, now.Add(lease-time.Second), lease, n); err != nil || len(more) != 0 {
+	if more, err := s.ClaimLogouts(ctx, claim(now.Add(lease-time.Second), n)); err != nil || len(more) != 0 {
 		t.Errorf("claim within the lease: got %d messages, %v; want none", len(more), err)
 	}
 
 	after := now.Add(lease + time.Second)
-	again, err := s.ClaimLogouts(ctx, after, lease, n)
+	again, err := s.ClaimLogouts(ctx, claim(after, n))
 	mustNoErr(t, "ClaimLogouts after the lease", err)
 	if len(again) != n || again[0].Attempts != 2 {
 		t.Fatalf("claim after the lease: got %d messages (attempts %d), want %d at attempt 2", len(again), again[0].Attempts, n)
@@ -199,12 +233,12 @@ func testClaimLogouts(t *testing.T, s *storage.Store) {
 	mustNoErr(t, "LogoutDelivered", s.LogoutDelivered(ctx, again[0].ID))
 	mustNoErr(t, "LogoutFailed (retry)", s.LogoutFailed(ctx, again[1].ID, "503", after.Add(10*time.Second), false, after, 0))
 	mustNoErr(t, "LogoutFailed (give up)", s.LogoutFailed(ctx, again[2].ID, "gone", after, true, after, 24*time.Hour))
-	retry, err := s.ClaimLogouts(ctx, after.Add(10*time.Second), lease, n)
+	retry, err := s.ClaimLogouts(ctx, claim(after.Add(10*time.Second), n))
 	mustNoErr(t, "ClaimLogouts at the retry", err)
 	if len(retry) != 1 || retry[0].ID != again[1].ID {
 		t.Errorf("claim at the retry time: got %+v, want only %s", retry, again[1].ID)
 	}
-	late, err := s.ClaimLogouts(ctx, after.Add(48*time.Hour), lease, n)
+	late, err := s.ClaimLogouts(ctx, claim(after.Add(48*time.Hour), n))
 	mustNoErr(t, "ClaimLogouts much later", err)
 	if len(late) != n-2 {
 		t.Errorf("claim much later: got %d, want %d (not the delivered one, not the failed one)", len(late), n-2)
@@ -227,6 +261,109 @@ func testClaimLogouts(t *testing.T, s *storage.Store) {
 		if m.ID == again[2].ID {
 			t.Errorf("the given-up message outlived its keep time")
 		}
+	}
+}
+
+// testClaimLogoutsOnePerClient: a claim takes at most one message of each client, the
+// oldest, and none of a client the caller is busy with, so a client with many messages
+// queued cannot fill a claim; the limit holds across clients.
+func testClaimLogoutsOnePerClient(t *testing.T, s *storage.Store) {
+	queueLogouts(t, s, "fair@example.com", map[string]int{"many": 3, "one": 1, "other": 1})
+	now := time.Now().Add(time.Minute)
+	claim := func(limit int, busy ...string) storage.LogoutClaim {
+		return storage.LogoutClaim{Now: now, Lease: time.Minute, Limit: limit, Busy: busy}
+	}
+	for _, step := range []struct {
+		name  string
+		claim storage.LogoutClaim
+		want  []string
+	}{
+		{"one of each client, none of a busy one", claim(10, "other"), []string{"many", "one"}},
+		{"the next of the client with more", claim(10), []string{"many", "other"}},
+		{"none of a busy client", claim(10, "many"), []string{}},
+		{"the limit", claim(0), []string{}},
+		{"the last one", claim(1), []string{"many"}},
+		{"nothing left", claim(10), []string{}},
+	} {
+		if got := claimClients(t, s, step.claim); !slices.Equal(got, step.want) {
+			t.Errorf("%s: claimed for %v, want %v", step.name, got, step.want)
+		}
+	}
+}
+
+// testLogoutEndpointBackoff: while a client's endpoint backs off after a failure none of its
+// messages is claimed, new ones included; once the back-off passes they are claimed only by
+// a claim for failing endpoints, the streak growing with each failure; a delivery ends the
+// streak, and the janitor forgets a streak its keep time after the back-off.
+func testLogoutEndpointBackoff(t *testing.T, s *storage.Store) {
+	ctx := context.Background()
+	queueLogouts(t, s, "backoff@example.com", map[string]int{"down": 3, "up": 1})
+	now := time.Now().Add(time.Minute).UTC().Truncate(time.Second)
+	const lease = time.Minute
+	healthy := func(at time.Time) []string {
+		return claimClients(t, s, storage.LogoutClaim{Now: at, Lease: lease, Limit: 10})
+	}
+	failing := func(at time.Time) []string {
+		return claimClients(t, s, storage.LogoutClaim{Now: at, Lease: lease, Limit: 10, Failing: true})
+	}
+	var streaks []int
+	backoff := func(streak int) time.Duration {
+		streaks = append(streaks, streak)
+		return time.Duration(streak) * 10 * time.Second
+	}
+	const keep = time.Hour
+	want := func(what string, got []string, want ...string) {
+		t.Helper()
+		if want == nil {
+			want = []string{}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: claimed for %v, want %v", what, got, want)
+		}
+	}
+
+	first, err := s.ClaimLogouts(ctx, storage.LogoutClaim{Now: now, Lease: lease, Limit: 10})
+	mustNoErr(t, "ClaimLogouts", err)
+	if len(first) != 2 {
+		t.Fatalf("first claim: got %+v, want one message of down and one of up", first)
+	}
+	want("failing endpoints before any failure", failing(now))
+	for _, m := range first {
+		if m.ClientID == "up" {
+			mustNoErr(t, "LogoutDelivered", s.LogoutDelivered(ctx, m.ID))
+			mustNoErr(t, "LogoutEndpointDelivered", s.LogoutEndpointDelivered(ctx, "up"))
+		} else {
+			mustNoErr(t, "LogoutEndpointFailed", s.LogoutEndpointFailed(ctx, "down", now, backoff, keep))
+		}
+	}
+	eps, err := s.LogoutEndpoints(ctx)
+	mustNoErr(t, "LogoutEndpoints", err)
+	if len(eps) != 1 || eps[0].ClientID != "down" || eps[0].Failures != 1 || !eps[0].RetryAt.Equal(now.Add(10*time.Second)) {
+		t.Fatalf("endpoints after one failure: got %+v, want down at streak 1, retried 10 s later", eps)
+	}
+	want("healthy claim during the back-off", healthy(now.Add(time.Second)))
+	want("failing claim during the back-off", failing(now.Add(time.Second)))
+	want("healthy claim after the back-off", healthy(now.Add(11*time.Second)))
+	want("failing claim after the back-off", failing(now.Add(11*time.Second)), "down")
+	mustNoErr(t, "LogoutEndpointFailed again", s.LogoutEndpointFailed(ctx, "down", now.Add(11*time.Second), backoff, keep))
+	want("failing claim during the longer back-off", failing(now.Add(30*time.Second)))
+	want("failing claim after it", failing(now.Add(32*time.Second)), "down")
+	if !slices.Equal(streaks, []int{1, 2}) {
+		t.Errorf("back-off asked for streaks %v, want [1 2]", streaks)
+	}
+	mustNoErr(t, "LogoutEndpointDelivered", s.LogoutEndpointDelivered(ctx, "down"))
+	want("healthy claim once delivered", healthy(now.Add(2*lease)), "down")
+
+	mustNoErr(t, "LogoutEndpointFailed", s.LogoutEndpointFailed(ctx, "up", now, backoff, keep))
+	_, err = s.DeleteExpired(ctx, now.Add(10*time.Second+keep-time.Second), 0)
+	mustNoErr(t, "DeleteExpired", err)
+	if eps, _ := s.LogoutEndpoints(ctx); len(eps) != 1 {
+		t.Errorf("endpoints before the keep time: got %+v, want up's streak", eps)
+	}
+	_, err = s.DeleteExpired(ctx, now.Add(10*time.Second+keep+time.Second), 0)
+	mustNoErr(t, "DeleteExpired", err)
+	if eps, _ := s.LogoutEndpoints(ctx); len(eps) != 0 {
+		t.Errorf("endpoints after the keep time: got %+v, want none", eps)
 	}
 }
 
