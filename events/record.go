@@ -24,9 +24,10 @@ type Record struct {
 	// a request.
 	IP        netip.Addr
 	UserAgent string
-	// Method is a login's method ("password", "magic_link", "pin", "google", …), a
-	// revocation's or a token's kind; Outcome a login failure's reason, a family
-	// revocation's, a client change's or a permission change's action.
+	// Method is a login's method ("password", "magic_link", "pin", "google", "totp", …), a
+	// revocation's or a token's kind, a second factor's kind; Outcome a login failure's
+	// reason, a family revocation's, a client change's or a permission change's action, a
+	// factor's removal ("removed", or "reset" by an admin).
 	Method  string
 	Outcome string
 	// Details is a small JSON object of the event's other fields; never nil.
@@ -95,6 +96,27 @@ func RecordOf(e Event) *Record {
 			Algorithm string `json:"alg"`
 			Scheduled bool   `json:"scheduled"`
 		}{e.KID, e.Algorithm, e.Scheduled}
+	case *FactorAdded:
+		r.UserID, r.Method = e.UserID, e.Factor
+		details = factorDetails{FactorID: e.FactorID, Label: e.Label}
+	case *FactorRemoved:
+		r.UserID, r.Method, r.Outcome = e.UserID, e.Factor, "removed"
+		if e.Reset {
+			r.Outcome = "reset"
+		}
+		details = factorDetails{FactorID: e.FactorID, Label: e.Label, ActorID: e.ActorID}
+	case *RecoveryCodeUsed:
+		r.UserID, r.Method = e.UserID, MethodRecoveryCode
+		details = struct {
+			Remaining int `json:"remaining"`
+		}{e.Remaining}
+	case *PasskeyCloneSuspected:
+		r.UserID, r.Method = e.UserID, FactorPasskey
+		details = struct {
+			FactorID      string `json:"factorId"`
+			StoredCount   uint32 `json:"storedCount"`
+			ReceivedCount uint32 `json:"receivedCount"`
+		}{e.FactorID, e.StoredCount, e.ReceivedCount}
 	default: // TokenIssued, PermissionChanged
 		return nil
 	}
@@ -105,6 +127,13 @@ func RecordOf(e Event) *Record {
 		}
 	}
 	return r
+}
+
+// factorDetails are the details of a factor's record.
+type factorDetails struct {
+	FactorID string `json:"factorId,omitempty"`
+	Label    string `json:"label,omitempty"`
+	ActorID  string `json:"actorId,omitempty"`
 }
 
 // TruncateIP returns ip cut to its network: the /24 of an IPv4 address, the /48 of an IPv6

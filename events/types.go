@@ -69,14 +69,15 @@ type LoginSucceeded struct {
 }
 
 // LoginFailed fires when a login attempt is refused: a password login (bad credentials, a
-// locked email, a disabled account), a wrong PIN, or a magic link that does not log in.
-// It never carries the email typed.
+// locked email, a disabled account), a wrong PIN, a magic link that does not log in, or a
+// wrong, replayed or locked-out second-factor code. It never carries the email typed.
 type LoginFailed struct {
 	Meta
 	// UserID is the account's id when one is known (a wrong password of an existing
 	// account, a disabled account, a PIN challenge), else "".
 	UserID string
-	// Method is "password", "magic_link" or MethodPIN.
+	// Method is "password", "magic_link", MethodPIN, or a second factor: FactorTOTP,
+	// MethodRecoveryCode.
 	Method string
 	// Reason is one of the Reason… constants of LoginFailed (ReasonBadCredentials, …).
 	Reason string

@@ -36,7 +36,13 @@
 // The package declares the storage it needs as small interfaces gathered in Store; package
 // storage implements them. Attempt counting is a Limiter (package ratelimit), injected like
 // the Mailer. Logins, registrations, verifications and password changes are emitted as
-// package events' events (WithEvents). It imports nothing else of Gatehouse but events and
-// its internal helpers, so the provider and the social and permissions packages can build
-// on it.
+// package events' events (WithEvents).
+//
+// A session records every authentication method it completed, and when (Session.Methods,
+// in package acr's terms); AddSessionMethod adds one to a live session, for a step-up. For
+// package factors the service counts wrong second-factor codes against the login lockout
+// (ReserveFactorAttempt) and mails the notices of second-factor changes
+// (MailFactorNotice). It imports nothing else of Gatehouse but events, acr and its
+// internal helpers, so the provider and the social, permissions and factors packages can
+// build on it.
 package publicauth

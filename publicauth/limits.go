@@ -123,10 +123,17 @@ func lockoutKey(email string) string {
 // parallel guesses cannot all pass a check made before any of them was counted. A
 // successful login clears the count (clearFailedLogins), so only failures add up.
 func (s *Service) reserveLoginAttempt(ctx context.Context, email string) error {
+	return s.reserveLockout(ctx, lockoutKey(email))
+}
+
+// reserveLockout counts one attempt under the lockout key against Config.Limits.Lockout and
+// returns a *RateLimitError once the attempts of the window are over it. A failing Limiter
+// lets the attempt through (fail open), logged.
+func (s *Service) reserveLockout(ctx context.Context, key string) error {
 	if s.limits.Lockout.Limit < 0 {
 		return nil
 	}
-	ok, retryAfter, err := s.limiter.Hit(ctx, lockoutKey(email), s.limits.Lockout.Limit, s.limits.Lockout.Window)
+	ok, retryAfter, err := s.limiter.Hit(ctx, key, s.limits.Lockout.Limit, s.limits.Lockout.Window)
 	if err != nil {
 		s.logger.Log(ctx, LimiterLogLevel(err), "publicauth: rate limiter failed, allowing the login", "error", err)
 		return nil
@@ -139,10 +146,15 @@ func (s *Service) reserveLoginAttempt(ctx context.Context, email string) error {
 
 // clearFailedLogins forgets the failed logins of email (after a successful login or reset).
 func (s *Service) clearFailedLogins(ctx context.Context, email string) {
+	s.clearLockout(ctx, lockoutKey(email))
+}
+
+// clearLockout forgets the attempts counted under the lockout key.
+func (s *Service) clearLockout(ctx context.Context, key string) {
 	if s.limits.Lockout.Limit < 0 {
 		return
 	}
-	if err := s.limiter.Reset(ctx, lockoutKey(email)); err != nil {
+	if err := s.limiter.Reset(ctx, key); err != nil {
 		s.logger.Log(ctx, LimiterLogLevel(err), "publicauth: rate limiter failed to clear failed logins", "error", err)
 	}
 }

@@ -35,6 +35,11 @@ const (
 	// MailLinkPassword asks the owner of a social-only account to confirm adding the
 	// password a registration with their email chose.
 	MailLinkPassword = "link_password"
+	// Security notices about second factors (MailFactorNotice): one was added, one was
+	// removed, a recovery code was used. They carry no link and no PIN.
+	MailFactorAdded      = "factor_added"
+	MailFactorRemoved    = "factor_removed"
+	MailRecoveryCodeUsed = "recovery_code_used"
 )
 
 // MailData is what a mail template is rendered with.
@@ -52,4 +57,32 @@ type MailData struct {
 	ExpiresIn time.Duration
 	// ServiceName names the deployment in subjects and greetings (Config.ServiceName).
 	ServiceName string
+
+	// The fields of the second-factor notices (MailFactorAdded, MailFactorRemoved,
+	// MailRecoveryCodeUsed). Factor is the factor's kind ("totp", "passkey",
+	// "recovery_codes"), FactorName a passkey's name; templates print FactorWords. At is
+	// when it happened, printed in UTC; ClientIP the address it came from ("" when not
+	// from a request); Remaining the recovery codes left after one was used.
+	Factor     string
+	FactorName string
+	At         time.Time
+	ClientIP   string
+	Remaining  int
+}
+
+// FactorWords names the factor of a notice the way a sentence does: "an authenticator
+// app", "the passkey “Laptop”" (or "a passkey"), "a set of recovery codes".
+func (d MailData) FactorWords() string {
+	switch d.Factor {
+	case "totp":
+		return "an authenticator app"
+	case "passkey":
+		if d.FactorName != "" {
+			return "the passkey “" + d.FactorName + "”"
+		}
+		return "a passkey"
+	case "recovery_codes":
+		return "a set of recovery codes"
+	}
+	return "a second factor"
 }

@@ -19,7 +19,14 @@ var embeddedMailTemplates embed.FS
 // mailKinds are the kinds of mail the service sends. Each has three templates, named after
 // it: <kind>.subject.tmpl and <kind>.txt.tmpl (text/template) and <kind>.html.tmpl
 // (html/template, framed by layout.html.tmpl's "top", "button" and "bottom").
-var mailKinds = []string{MailVerifyEmail, MailMagicLink, MailPIN, MailPasswordReset, MailLinkPassword}
+var mailKinds = []string{MailVerifyEmail, MailMagicLink, MailPIN, MailPasswordReset, MailLinkPassword,
+	MailFactorAdded, MailFactorRemoved, MailRecoveryCodeUsed}
+
+// noticeKind reports whether kind is a security notice: it carries neither a link nor a PIN,
+// so it has no ExpiresIn either.
+func noticeKind(kind string) bool {
+	return kind == MailFactorAdded || kind == MailFactorRemoved || kind == MailRecoveryCodeUsed
+}
 
 // mailLayout is the file of the templates every HTML body may use.
 const mailLayout = "layout.html.tmpl"
@@ -112,11 +119,13 @@ func newMailTemplates(dir string) (*mailTemplates, error) {
 var sampleMailData = MailData{
 	Name: "Sample User", Email: "sample@example.com", Link: "https://example.com/sample?token=x",
 	PIN: "123456", ExpiresIn: 15 * time.Minute, ServiceName: "Sample",
+	Factor: "passkey", FactorName: "Sample key", At: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+	ClientIP: "192.0.2.1", Remaining: 9,
 }
 
 // render renders the mail of kind for d, addressed to d.Email. It fails for an unknown kind,
-// for data the kind needs and d lacks (Email and a positive ExpiresIn always; Link, or PIN
-// for MailPIN), and when a template fails to execute. The subject is made one line: every
+// for data the kind needs and d lacks (Email always; a positive ExpiresIn and a Link, or PIN
+// for MailPIN, except for a notice), and when a template fails to execute. The subject is made one line: every
 // run of white space, CR and LF included, becomes one space, so no data can inject a header.
 func (t *mailTemplates) render(kind string, d MailData) (Message, error) {
 	k, ok := t.byKind[kind]
@@ -126,6 +135,7 @@ func (t *mailTemplates) render(kind string, d MailData) (Message, error) {
 	switch {
 	case d.Email == "":
 		return Message{}, fmt.Errorf("publicauth: mail %s: no recipient Email", kind)
+	case noticeKind(kind):
 	case kind == MailPIN && d.PIN == "":
 		return Message{}, fmt.Errorf("publicauth: mail %s: no PIN", kind)
 	case kind != MailPIN && d.Link == "":

@@ -70,6 +70,25 @@ func TestMailTemplatesRenderEveryKind(t *testing.T) {
 			wantInText:  []string{link},
 		},
 		{
+			kind: publicauth.MailFactorAdded,
+			data: publicauth.MailData{Name: "Alice", Email: "alice@example.com", ServiceName: "Acme",
+				Factor: "passkey", FactorName: "Laptop", At: time.Date(2026, 5, 6, 7, 8, 9, 0, time.FixedZone("CEST", 7200)), ClientIP: "203.0.113.7"},
+			wantSubject: "A second factor was added to your account at Acme",
+			wantIn:      []string{"Hello Alice,", "passkey “Laptop”", "6 May 2026 at 05:08 UTC", "from 203.0.113.7", "remove the factor"},
+		},
+		{
+			kind:        publicauth.MailFactorRemoved,
+			data:        publicauth.MailData{Name: "Alice", Email: "alice@example.com", ServiceName: "Acme", Factor: "totp", At: time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)},
+			wantSubject: "A second factor was removed from your account at Acme",
+			wantIn:      []string{"Hello Alice,", "an authenticator app", "6 May 2026 at 07:08 UTC", "contact the administrator of Acme"},
+		},
+		{
+			kind:        publicauth.MailRecoveryCodeUsed,
+			data:        publicauth.MailData{Name: "Alice", Email: "alice@example.com", ServiceName: "Acme", At: time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC), Remaining: 1},
+			wantSubject: "A recovery code was used to sign in to Acme",
+			wantIn:      []string{"Hello Alice,", "1 code is left", "generate new codes"},
+		},
+		{
 			kind:        publicauth.MailMagicLink,
 			data:        publicauth.MailData{Email: "bob@example.com", Link: link, ExpiresIn: 15 * time.Minute},
 			wantSubject: "Your sign-in link",

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/gatehouse-id/gatehouse/acr"
 	"github.com/gatehouse-id/gatehouse/events"
 )
 
@@ -21,7 +22,9 @@ const tokenBytes = 32
 // (`public-session`: SameSite=Lax; `admin-session`: SameSite=Strict; both HttpOnly, Path=/,
 // Max-Age = the kind's lifespan, Secure unless Config.InsecureCookies). The cookie carries a
 // random 256-bit token signed with HMAC-SHA-256; the store keeps only its SHA-256. AuthTime
-// is now. Call it before anything is written to the response body.
+// is now, and Methods records method completed now, with a PIN beside a password or
+// magic-link login of a user behind the PIN gate (the gate let the login reach here only
+// through the PIN). Call it before anything is written to the response body.
 //
 // It returns ErrAccountDisabled for a user who is not active and ErrNotAdmin for an admin
 // session of a user whose role is not RoleAdmin.
@@ -59,8 +62,12 @@ func (s *Service) StartSession(ctx context.Context, w http.ResponseWriter, u *Us
 		Kind:      kind,
 		Method:    method,
 		AuthTime:  now,
+		Methods:   []acr.Method{{Name: method, At: now}},
 		CreatedAt: now,
 		ExpiresAt: now.Add(c.lifespan),
+	}
+	if (method == MethodPassword || method == MethodMagicLink) && s.PINRequired(u) {
+		sess.Methods = append(sess.Methods, acr.Method{Name: acr.PIN, At: now})
 	}
 	// The session and its login.succeeded record commit together.
 	err = s.store.InTx(ctx, func(ctx context.Context) error {
@@ -74,6 +81,29 @@ func (s *Service) StartSession(ctx context.Context, w http.ResponseWriter, u *Us
 	}
 	c.set(w, value, s.secureCookies)
 	return sess, nil
+}
+
+// AddSessionMethod records on sess, a session CurrentSession returned, that its user has
+// just completed m (a second factor, or a first factor again for max_age or
+// prompt=login): a step-up keeps the session, its cookie and its sid, and only adds to
+// what it knows. m.At is set to now when zero. It returns the session as stored, with
+// every method (concurrent additions included), or ErrSessionNotFound when it has ended.
+func (s *Service) AddSessionMethod(ctx context.Context, sess *Session, m acr.Method) (*Session, error) {
+	if m.Name == "" {
+		return nil, errors.New("publicauth: add session method: empty method")
+	}
+	now := s.now()
+	if m.At.IsZero() {
+		m.At = now
+	}
+	updated, err := s.store.AddSessionMethod(ctx, sess.IDHash, m, now)
+	if errors.Is(err, ErrSessionNotFound) {
+		return nil, ErrSessionNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("publicauth: add session method: %w", err)
+	}
+	return updated, nil
 }
 
 // ReplaceSession deletes the session of the given kind that r already carries, if any, and
@@ -90,7 +120,8 @@ func (s *Service) ReplaceSession(ctx context.Context, w http.ResponseWriter, r *
 	return s.StartSession(ctx, w, u, kind, method)
 }
 
-// CurrentSession returns the session of the given kind that r's cookie names, and its user.
+// CurrentSession returns the session of the given kind that r's cookie names, and its user,
+// with its Methods (CompletedMethods).
 // The cookie's signature must verify, the session must exist, be of that kind and not have
 // expired by the service clock, and the user must be active (and, for SessionAdmin, still
 // hold RoleAdmin); otherwise it returns ErrSessionNotFound. Other errors are store failures.
@@ -121,6 +152,7 @@ func (s *Service) CurrentSession(r *http.Request, kind string) (*Session, *User,
 	if u.Status != StatusActive || (kind == SessionAdmin && u.Role != RoleAdmin) {
 		return nil, nil, ErrSessionNotFound
 	}
+	sess.Methods = sess.CompletedMethods()
 	return sess, u, nil
 }
 

@@ -3,6 +3,8 @@ package publicauth
 import (
 	"context"
 	"time"
+
+	"github.com/gatehouse-id/gatehouse/acr"
 )
 
 // UserStore persists Gatehouse's own user accounts: the default Accounts store.
@@ -22,8 +24,9 @@ type UserStore interface {
 	ChangeUser(ctx context.Context, id string, c UserChange) (*User, error)
 	// DeleteUser deletes the user with that id and, in one transaction, everything of
 	// theirs: tokens, refresh tokens and unused codes issued to them, consents, sessions,
-	// PIN challenges, one-time tokens, linked identities, permission records and queued
-	// mail (those refer to an account by id, so no foreign key deletes them). It returns
+	// PIN challenges, one-time tokens, linked identities, permission records, queued mail
+	// and second factors (those refer to an account by id, so no foreign key deletes
+	// them). It returns
 	// ErrUserNotFound when there is no such user.
 	DeleteUser(ctx context.Context, id string) error
 }
@@ -57,6 +60,12 @@ type SessionStore interface {
 	// user of the session's UserID (an account of another Accounts store). It returns
 	// ErrSessionNotFound for a missing, expired or deleted session.
 	SessionByIDHash(ctx context.Context, idHash string, now time.Time) (*Session, *User, error)
+	// AddSessionMethod records that the session with that id hash, unexpired at now,
+	// completed m (acr.Append: an earlier completion of the same method is replaced) and
+	// returns the session as stored afterwards. Concurrent calls on one session all land:
+	// none overwrites another's method. It returns ErrSessionNotFound for a missing or
+	// expired session.
+	AddSessionMethod(ctx context.Context, idHash string, m acr.Method, now time.Time) (*Session, error)
 	// DeleteSession removes the session; deleting a missing session is not an error.
 	DeleteSession(ctx context.Context, idHash string) error
 	// DeleteUserSessions removes every session of the user.

@@ -1,6 +1,10 @@
 package publicauth
 
-import "time"
+import (
+	"time"
+
+	"github.com/gatehouse-id/gatehouse/acr"
+)
 
 // Roles a user can hold. The role decides who may use the admin surface.
 const (
@@ -88,10 +92,25 @@ type Session struct {
 	UserID string
 	// Kind is SessionPublic or SessionAdmin.
 	Kind string
-	// Method is how the user authenticated (MethodPassword, …).
+	// Method is how the user authenticated (MethodPassword, …): the first factor.
 	Method string
 	// AuthTime is when the user actually authenticated; it becomes the ID token's auth_time.
-	AuthTime  time.Time
+	AuthTime time.Time
+	// Methods are the authentication methods the session completed, and when, oldest
+	// first: the first factor, a PIN the gate asked for, and every factor added later
+	// (AddSessionMethod, a step-up). Package acr turns them into acr and amr. A session
+	// stored before sessions kept them has none here: see CompletedMethods.
+	Methods   []acr.Method
 	CreatedAt time.Time
 	ExpiresAt time.Time
+}
+
+// CompletedMethods returns the session's Methods, or, for a session stored before sessions
+// kept them, its Method completed at its AuthTime. CurrentSession returns sessions with
+// Methods set this way.
+func (s *Session) CompletedMethods() []acr.Method {
+	if len(s.Methods) > 0 {
+		return s.Methods
+	}
+	return []acr.Method{{Name: s.Method, At: s.AuthTime}}
 }

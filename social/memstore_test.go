@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gatehouse-id/gatehouse/acr"
 	"github.com/gatehouse-id/gatehouse/publicauth"
 )
 
@@ -321,6 +322,22 @@ func (s *memStore) SessionByIDHash(ctx context.Context, idHash string, now time.
 		return nil
 	})
 	return sess, u, err
+}
+
+// AddSessionMethod implements publicauth.SessionStore.
+func (s *memStore) AddSessionMethod(ctx context.Context, idHash string, m acr.Method, now time.Time) (*publicauth.Session, error) {
+	var sess *publicauth.Session
+	err := s.do(ctx, func(st *memState) error {
+		found, ok := st.sessions[idHash]
+		if !ok || !found.ExpiresAt.After(now) {
+			return publicauth.ErrSessionNotFound
+		}
+		found.Methods = acr.Append(found.Methods, m)
+		c := *found
+		sess = &c
+		return nil
+	})
+	return sess, err
 }
 
 // DeleteSession implements publicauth.SessionStore.

@@ -1,7 +1,7 @@
 // Package storage is Gatehouse's only database layer: GORM models, versioned migrations,
 // Open (SQLite or Postgres chosen by the DSN), the fosite storage adapter, and the stores the
-// domain packages declare (publicauth.UserStore, publicauth.SessionStore) plus the records
-// the provider keeps (clients, signing keys, consents, pending authorization requests).
+// domain packages declare (publicauth.UserStore, publicauth.SessionStore, factors.Store)
+// plus the records the provider keeps (clients, signing keys, consents, pending authorization requests).
 //
 // Usage:
 //

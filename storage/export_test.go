@@ -87,6 +87,9 @@ func (s *Store) ModelTableNames() (map[string]string, error) {
 		"session_clients": &sessionClientModel{}, "logout_outbox": &logoutOutboxModel{},
 		"registration_tokens": &registrationTokenModel{}, "mail_outbox": &mailOutboxModel{},
 		"logout_endpoints": &logoutEndpointModel{},
+		"totp_factors":     &totpFactorModel{}, "recovery_codes": &recoveryCodeModel{},
+		"webauthn_users": &webauthnUserModel{}, "webauthn_credentials": &webauthnCredentialModel{},
+		"webauthn_ceremonies": &webauthnCeremonyModel{},
 	} {
 		stmt := &gorm.Statement{DB: s.db}
 		if err := stmt.Parse(model); err != nil {

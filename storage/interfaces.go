@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"github.com/gatehouse-id/gatehouse/factors"
 	"github.com/gatehouse-id/gatehouse/publicauth"
 	"github.com/ory/fosite"
 	"github.com/ory/fosite/handler/oauth2"
@@ -21,4 +22,5 @@ var (
 	_ publicauth.UserStore               = (*Store)(nil)
 	_ publicauth.SessionStore            = (*Store)(nil)
 	_ publicauth.Store                   = (*Store)(nil)
+	_ factors.Store                      = (*Store)(nil)
 )

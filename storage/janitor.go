@@ -35,6 +35,8 @@ func expiringTables() []expiringTable {
 		{table: "logout_outbox", key: "id"},
 		{table: "logout_endpoints", key: "client_id"},
 		{table: "mail_outbox", key: "id"},
+		{table: "totp_factors", key: "id"},
+		{table: "webauthn_ceremonies", key: "id_hash", singleUse: true},
 		{table: "client_assertion_jtis", key: "jti"},
 		{table: "registration_tokens", key: "token_hash"},
 	}
@@ -47,8 +49,10 @@ const defaultJanitorBatch = 1000
 // (authorization codes, access and refresh tokens, PKCE and OpenID Connect rows, login
 // sessions, pending authorization requests, one-time mail tokens, PIN challenges,
 // access-token revocation rules, pushed authorization requests, device codes, given-up
-// logout messages, back-off records of logout endpoints, queued mails past their keep time, client-assertion JWT ids, initial access tokens), every used one-time
-// token and PIN challenge, and the security events older than their retention
+// logout messages, back-off records of logout endpoints, queued mails past their keep time,
+// TOTP enrolments never confirmed, passkey ceremonies, client-assertion JWT ids, initial
+// access tokens), every used one-time token, PIN challenge and passkey ceremony, and the
+// security events older than their retention
 // (SetSecurityEventRetention), and returns how many it deleted. It deletes at most batch
 // rows per statement (1000 for batch ≤ 0), each statement on its own, so no lock is held
 // for long. An expired login session ends as DeleteSession ends one: its back-channel

@@ -237,7 +237,8 @@ func tableNames() []string {
 		"client_assertion_jtis", "one_time_tokens", "pin_challenges", "permissions",
 		"user_identities", "revocation_rules", "pushed_requests", "device_codes",
 		"session_clients", "logout_outbox", "security_events", "registration_tokens",
-		"mail_outbox", "logout_endpoints",
+		"mail_outbox", "logout_endpoints", "totp_factors", "recovery_codes", "webauthn_users",
+		"webauthn_credentials", "webauthn_ceremonies",
 	}
 }
 

@@ -29,6 +29,8 @@ func migrations() []migration {
 		{version: 21, name: "dynamic client registration: initial access tokens, registration access tokens, client URIs", up: ddl(schemaV21)},
 		{version: 22, name: "the durable mail outbox", up: ddl(schemaV22)},
 		{version: 23, name: "back-off of failing back-channel logout endpoints", up: ddl(schemaV23)},
+		{version: 30, name: "sessions record every authentication method they completed", up: ddl(schemaV30)},
+		{version: 31, name: "second factors: TOTP secrets, recovery codes, passkeys and their ceremonies", up: ddl(schemaV31)},
 	}
 }
 

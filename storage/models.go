@@ -118,6 +118,8 @@ type sessionModel struct {
 	AuthTime  time.Time
 	CreatedAt time.Time `gorm:"autoCreateTime:false"`
 	ExpiresAt time.Time
+	// Methods is the JSON list of the methods the session completed (migration 30).
+	Methods string
 }
 
 func (sessionModel) TableName(n schema.Namer) string { return n.TableName("sessions") }

@@ -4,11 +4,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"time"
 
+	"github.com/gatehouse-id/gatehouse/acr"
 	"github.com/gatehouse-id/gatehouse/publicauth"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 )
 
 // CreateSession inserts s, setting a zero sess.CreatedAt to now and an empty sess.SID to a
@@ -26,6 +29,10 @@ func (s *Store) CreateSession(ctx context.Context, sess *publicauth.Session) err
 		}
 		sess.SID = hex.EncodeToString(b)
 	}
+	methods, err := encodeMethods(sess.Methods)
+	if err != nil {
+		return fmt.Errorf("storage: create session: %w", err)
+	}
 	m := sessionModel{
 		IDHash:    sess.IDHash,
 		SID:       sess.SID,
@@ -35,8 +42,9 @@ func (s *Store) CreateSession(ctx context.Context, sess *publicauth.Session) err
 		AuthTime:  utc(sess.AuthTime),
 		CreatedAt: utc(sess.CreatedAt),
 		ExpiresAt: utc(sess.ExpiresAt),
+		Methods:   methods,
 	}
-	err := s.guarded(ctx, func(db *gorm.DB) error { return db.Create(&m).Error })
+	err = s.guarded(ctx, func(db *gorm.DB) error { return db.Create(&m).Error })
 	return userRowError("create session", err)
 }
 
@@ -44,7 +52,8 @@ func (s *Store) CreateSession(ctx context.Context, sess *publicauth.Session) err
 // Gatehouse has no row in users. Every user column is coalesced, so such a row scans as an
 // empty user id.
 const sessionByIDHashSQL = `SELECT {sessions}.id_hash, {sessions}.sid, {sessions}.user_id, {sessions}.kind,
-	{sessions}.method, {sessions}.auth_time, {sessions}.created_at, {sessions}.expires_at, COALESCE({users}.id, '') AS u_id,
+	{sessions}.method, {sessions}.auth_time, {sessions}.created_at, {sessions}.expires_at, {sessions}.methods,
+	COALESCE({users}.id, '') AS u_id,
 	COALESCE({users}.email, '') AS u_email, COALESCE({users}.email_lower, '') AS u_email_lower,
 	COALESCE({users}.email_verified, FALSE) AS u_email_verified, COALESCE({users}.name, '') AS u_name,
 	COALESCE({users}.password_hash, '') AS u_password_hash, COALESCE({users}.role, '') AS u_role,
@@ -77,13 +86,20 @@ func (s *Store) SessionByIDHash(ctx context.Context, idHash string, now time.Tim
 	if row.Session.IDHash == "" {
 		return nil, nil, publicauth.ErrSessionNotFound
 	}
-	m := row.Session
 	var u *publicauth.User
 	if row.User.ID != "" && row.UserCreatedAt != nil && row.UserUpdatedAt != nil {
 		row.User.CreatedAt, row.User.UpdatedAt = *row.UserCreatedAt, *row.UserUpdatedAt
 		u = row.User.toUser()
 	}
-	return &publicauth.Session{
+	sess, err := row.Session.toSession()
+	if err != nil {
+		return nil, nil, err
+	}
+	return sess, u, nil
+}
+
+func (m *sessionModel) toSession() (*publicauth.Session, error) {
+	sess := &publicauth.Session{
 		IDHash:    m.IDHash,
 		SID:       m.SID,
 		UserID:    m.UserID,
@@ -92,7 +108,63 @@ func (s *Store) SessionByIDHash(ctx context.Context, idHash string, now time.Tim
 		AuthTime:  timeUTC(m.AuthTime),
 		CreatedAt: timeUTC(m.CreatedAt),
 		ExpiresAt: timeUTC(m.ExpiresAt),
-	}, u, nil
+	}
+	if err := json.Unmarshal([]byte(m.Methods), &sess.Methods); err != nil {
+		return nil, fmt.Errorf("storage: session methods: %w", err)
+	}
+	if len(sess.Methods) == 0 {
+		sess.Methods = nil // stored before migration 30, or without methods
+	}
+	for i := range sess.Methods {
+		sess.Methods[i].At = sess.Methods[i].At.UTC()
+	}
+	return sess, nil
+}
+
+// encodeMethods is the JSON text a session's methods are stored as, their times in UTC at
+// stored precision.
+func encodeMethods(methods []acr.Method) (string, error) {
+	out := make([]acr.Method, len(methods))
+	for i, m := range methods {
+		m.At = utc(m.At)
+		out[i] = m
+	}
+	b, err := json.Marshal(out)
+	return string(b), err
+}
+
+// AddSessionMethod records that the session completed m: in one transaction it reads the
+// session's methods (on Postgres with the row lock; SQLite's transaction holds the write
+// lock from its start), adds m with acr.Append and writes them back, so concurrent
+// additions to one session queue and all land. It returns publicauth.ErrSessionNotFound
+// for a session missing or expired at now. It implements publicauth.SessionStore.
+func (s *Store) AddSessionMethod(ctx context.Context, idHash string, m acr.Method, now time.Time) (*publicauth.Session, error) {
+	now = utc(now)
+	var row sessionModel
+	err := s.inTx(ctx, func(tx *gorm.DB) error {
+		q := tx
+		if s.dialect == dialectPostgres {
+			q = q.Clauses(clause.Locking{Strength: "UPDATE"})
+		}
+		if err := q.Take(&row, "id_hash = ? AND expires_at > ?", idHash, now).Error; err != nil {
+			return err
+		}
+		sess, err := row.toSession()
+		if err != nil {
+			return err
+		}
+		if row.Methods, err = encodeMethods(acr.Append(sess.CompletedMethods(), m)); err != nil {
+			return err
+		}
+		return tx.Model(&sessionModel{}).Where("id_hash = ?", idHash).Update("methods", row.Methods).Error
+	})
+	if isNotFound(err) {
+		return nil, publicauth.ErrSessionNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("storage: add session method: %w", err)
+	}
+	return row.toSession()
 }
 
 // DeleteSession ends the session: in one transaction (a savepoint inside ctx's) it queues a

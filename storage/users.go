@@ -243,6 +243,8 @@ func deleteAccountRows(tx *gorm.DB, id string) error {
 	for _, model := range []any{
 		&authRequestModel{}, &sessionModel{}, &consentModel{}, &oneTimeTokenModel{},
 		&pinChallengeModel{}, &identityModel{}, &permissionModel{}, &mailOutboxModel{},
+		&totpFactorModel{}, &recoveryCodeModel{}, &webauthnUserModel{}, &webauthnCredentialModel{},
+		&webauthnCeremonyModel{},
 	} {
 		if err := tx.Where("user_id = ?", id).Delete(model).Error; err != nil {
 			return fmt.Errorf("storage: delete user's rows: %w", err)

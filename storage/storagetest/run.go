@@ -57,6 +57,8 @@ func Run(t *testing.T, open func(t *testing.T) *storage.Store) {
 	cases = append(cases, securityEventCases()...)
 	cases = append(cases, registrationCases()...)
 	cases = append(cases, mailCases()...)
+	cases = append(cases, sessionMethodCases()...)
+	cases = append(cases, factorCases()...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			c.run(t, open(t))
