@@ -127,6 +127,14 @@ type Config struct {
 	// always see the consent page. Default false: registration needs an initial access token
 	// an admin issued (CreateRegistrationToken).
 	OpenRegistration bool
+	// AllowRegisteredClientCredentials lets clients that register themselves at
+	// /api/oauth/register (RFC 7591, with or without an initial access token) register the
+	// client_credentials grant. Default false: such a registration, or an RFC 7592 update
+	// adding the grant, is refused with invalid_client_metadata, because a
+	// client_credentials token speaks for the client alone, no user consents to it, and
+	// RequireScopes lets it through with any scope the client holds. Clients an operator
+	// creates (CreateClient, the CLI) may always have the grant.
+	AllowRegisteredClientCredentials bool
 	// SkipMigrate leaves the database schema alone at start-up (run `migrate` yourself).
 	// Default false: pending migrations are applied by New.
 	SkipMigrate bool

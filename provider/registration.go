@@ -174,18 +174,17 @@ func checkWebRedirectURI(raw string) error {
 	return fmt.Errorf("%q must use https (or http on a loopback host)", raw)
 }
 
-// registrationScopes are the scopes a client may register for: the server's scopes but
-// manage_permissions, which lets a client change users' permissions and is for clients an
-// admin trusts.
-func (p *Provider) registrationScopes() []string {
-	return slices.DeleteFunc(supportedScopes(p.cfg.Scopes), func(s string) bool { return s == "manage_permissions" })
-}
-
 // specFromMetadata validates m (RFC 7591 §2) and returns the client it describes, with the
 // RFC's defaults: grant type authorization_code, response type code when that grant is
 // registered, client_secret_basic, RS256 and the default scopes. It does not run the
 // checks CreateClient runs (checkClient), which the caller runs on the result.
-func (p *Provider) specFromMetadata(m clientMetadata) (ClientSpec, *registrationError) {
+//
+// A client cannot give itself what an operator must grant: a scope outside
+// registrableScopes, or the client_credentials grant unless
+// Config.AllowRegisteredClientCredentials. held is the registered client an RFC 7592
+// update replaces (nil at registration): what it already holds, an operator may have
+// granted, and it keeps.
+func (p *Provider) specFromMetadata(m clientMetadata, held *storage.Client) (ClientSpec, *registrationError) {
 	grants := m.GrantTypes
 	if len(grants) == 0 {
 		grants = []string{"authorization_code"}
@@ -234,6 +233,12 @@ func (p *Provider) specFromMetadata(m clientMetadata) (ClientSpec, *registration
 	if public && slices.Contains(grants, "client_credentials") {
 		return ClientSpec{}, metadataError("a client authenticating with none cannot use client_credentials")
 	}
+	if slices.Contains(grants, "client_credentials") && !p.cfg.AllowRegisteredClientCredentials &&
+		(held == nil || !slices.Contains(held.GrantTypes, "client_credentials")) {
+		// A client_credentials token speaks for the client itself, with no user's consent
+		// between it and the scopes it carries.
+		return ClientSpec{}, metadataError("grant type client_credentials is not open to dynamically registered clients on this server")
+	}
 	var jwks []byte
 	if len(m.JWKS) > 0 && string(m.JWKS) != "null" {
 		if m.JWKS[0] != '{' {
@@ -256,10 +261,10 @@ func (p *Provider) specFromMetadata(m clientMetadata) (ClientSpec, *registration
 	if len(scopes) == 0 {
 		scopes = []string{"openid", "profile", "email", "offline_access"}
 	}
-	allowed := p.registrationScopes()
+	allowed := registrableScopes(p.cfg.Scopes)
 	for _, s := range scopes {
-		if !slices.Contains(allowed, s) {
-			return ClientSpec{}, metadataError("scope %q is not one a client may register for (%s)", s, strings.Join(allowed, " "))
+		if !slices.Contains(allowed, s) && (held == nil || !slices.Contains(held.Scopes, s)) {
+			return ClientSpec{}, metadataError("scope %q is not one a client may register for (%s); an operator grants the others", s, strings.Join(allowed, " "))
 		}
 	}
 	alg := m.IDTokenSignedResponseAlg
@@ -372,7 +377,7 @@ func (p *Provider) register(w http.ResponseWriter, r *http.Request) {
 		p.writeRegistrationError(w, r, err)
 		return
 	}
-	spec, regErr := p.specFromMetadata(m)
+	spec, regErr := p.specFromMetadata(m, nil)
 	if regErr != nil {
 		p.writeRegistrationError(w, r, regErr)
 		return
@@ -511,7 +516,7 @@ func (p *Provider) updateRegistration(w http.ResponseWriter, r *http.Request) {
 		p.writeRegistrationError(w, r, metadataError("client_secret does not match the client's secret"))
 		return
 	}
-	spec, regErr := p.specFromMetadata(m)
+	spec, regErr := p.specFromMetadata(m, c)
 	if regErr != nil {
 		p.writeRegistrationError(w, r, regErr)
 		return

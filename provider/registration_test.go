@@ -8,7 +8,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -481,7 +483,7 @@ func TestOpenRegistration(t *testing.T) {
 func TestDynamicRegistrationPrivateKeyJWT(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
-		e := newEnv(t, b, provider.Config{Scopes: []provider.Scope{{Name: "read"}}})
+		e := newEnv(t, b, provider.Config{Scopes: []provider.Scope{{Name: "read", Registrable: true}}, AllowRegisteredClientCredentials: true})
 		key := newECKey(t, "k1")
 		r := e.sendBody(t, http.MethodPost, "/api/oauth/register", registrationToken(t, e, 1), map[string]any{
 			"token_endpoint_auth_method": "private_key_jwt", "jwks": json.RawMessage(jwksOf(t, key)),
@@ -527,5 +529,137 @@ func TestRegistrationRateLimited(t *testing.T) {
 		if r.status != http.StatusTooManyRequests || r.body["error"] != "slow_down" || r.header.Get("Retry-After") == "" {
 			t.Errorf("third registration: got %s, want 429 slow_down with Retry-After", r)
 		}
+	})
+}
+
+// TestRegistrationCannotSelfGrant: a client registering itself (openly or with an initial
+// access token) cannot give itself a custom scope the operator did not mark registrable,
+// nor the client_credentials grant unless the operator allows it, neither at registration
+// nor by an RFC 7592 update; so a client token carrying an API's scope cannot be had by
+// registering, and an embedder's RequireScopes route stays closed to it.
+func TestRegistrationCannotSelfGrant(t *testing.T) {
+	t.Parallel()
+	scopes := []provider.Scope{{Name: "orders.admin"}, {Name: "orders.read", Registrable: true}}
+	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
+		e := newEnv(t, b, provider.Config{OpenRegistration: true, Scopes: scopes})
+		api := httptest.NewServer(e.p.RequireScopes("orders.admin")(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			fmt.Fprint(w, `{"orders":"all of them"}`)
+		})))
+		t.Cleanup(api.Close)
+
+		// The attack: register a client_credentials client with the API's scope, take a
+		// token and call the API.
+		attack := e.sendBody(t, http.MethodPost, "/api/oauth/register", "", map[string]any{
+			"grant_types": []string{"client_credentials"}, "scope": "orders.admin"})
+		if attack.status == http.StatusCreated {
+			c := provider.ClientInfo{ClientID: attack.body["client_id"].(string), ClientSecret: attack.body["client_secret"].(string)}
+			tok := e.token(t, c, url.Values{"grant_type": {"client_credentials"}, "scope": {"orders.admin"}})
+			at, _ := tok.body["access_token"].(string)
+			req, err := http.NewRequest(http.MethodGet, api.URL, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bearer(at)(req)
+			t.Fatalf("self-registered client_credentials client with orders.admin: registered (%s), token %s, API answered %s; want the registration refused",
+				attack, tok, e.send(t, req))
+		}
+		if attack.status != http.StatusBadRequest || attack.body["error"] != "invalid_client_metadata" {
+			t.Errorf("client_credentials with orders.admin: got %s, want 400 invalid_client_metadata", attack)
+		}
+
+		token := registrationToken(t, e, 0)
+		code := func(scope string) map[string]any {
+			return map[string]any{"redirect_uris": []string{rpRedirectURI}, "scope": scope}
+		}
+		for _, c := range []struct {
+			name, token string
+			body        map[string]any
+			mention     string // what the error_description must name
+		}{
+			{"a custom scope not marked registrable", "", code("openid orders.admin"), `"orders.admin"`},
+			{"the same with an initial access token", token, code("openid orders.admin"), `"orders.admin"`},
+			{"manage_permissions", token, code("openid manage_permissions"), `"manage_permissions"`},
+			{"client_credentials, even with a registrable scope", "", map[string]any{
+				"grant_types": []string{"client_credentials"}, "scope": "orders.read"}, "client_credentials"},
+			{"client_credentials with an initial access token", token, map[string]any{
+				"grant_types": []string{"client_credentials"}, "scope": "orders.read"}, "client_credentials"},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				r := e.sendBody(t, http.MethodPost, "/api/oauth/register", c.token, c.body)
+				desc, _ := r.body["error_description"].(string)
+				if r.status != http.StatusBadRequest || r.body["error"] != "invalid_client_metadata" || !strings.Contains(desc, c.mention) {
+					t.Errorf("got %s, want 400 invalid_client_metadata naming %s", r, c.mention)
+				}
+			})
+		}
+
+		// The standard OpenID Connect scopes and a registrable custom scope register.
+		r := e.sendBody(t, http.MethodPost, "/api/oauth/register", "", code("openid profile email address phone offline_access orders.read"))
+		if r.status != http.StatusCreated {
+			t.Fatalf("registration with standard and registrable scopes: got %s, want 201", r)
+		}
+		id, regToken := r.body["client_id"].(string), r.body["registration_access_token"].(string)
+
+		// RFC 7592 updates follow the same rules.
+		for _, c := range []struct {
+			name   string
+			change map[string]any
+		}{
+			{"adding a scope not marked registrable", map[string]any{"scope": "openid orders.admin"}},
+			{"adding client_credentials", map[string]any{"grant_types": []string{"authorization_code", "client_credentials"}}},
+		} {
+			t.Run("update "+c.name, func(t *testing.T) {
+				body := code("openid orders.read")
+				body["client_id"] = id
+				for k, v := range c.change {
+					body[k] = v
+				}
+				r := e.sendBody(t, http.MethodPut, registrationPath(id), regToken, body)
+				if r.status != http.StatusBadRequest || r.body["error"] != "invalid_client_metadata" {
+					t.Errorf("got %s, want 400 invalid_client_metadata", r)
+				}
+			})
+		}
+		c, err := e.p.ClientByID(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.Contains(c.Scopes, "orders.admin") || slices.Contains(c.GrantTypes, "client_credentials") {
+			t.Errorf("client after refused updates: got scopes %v and grants %v", c.Scopes, c.GrantTypes)
+		}
+		// What an operator granted, the client keeps through its own updates.
+		granted := []string{"openid", "orders.read", "orders.admin"}
+		if _, err := e.p.UpdateClient(context.Background(), id, provider.ClientUpdate{Scopes: &granted}); err != nil {
+			t.Fatal(err)
+		}
+		body := code("openid orders.admin")
+		body["client_id"] = id
+		if r := e.sendBody(t, http.MethodPut, registrationPath(id), regToken, body); r.status != http.StatusOK || r.body["scope"] != "openid orders.admin" {
+			t.Errorf("update keeping a scope the operator granted: got %s, want 200", r)
+		}
+
+		// The operator may open client_credentials to registered clients; the scopes rule
+		// still holds, and RequireUser keeps such a client's token off users' routes.
+		open := newEnv(t, b, provider.Config{OpenRegistration: true, Scopes: scopes, AllowRegisteredClientCredentials: true})
+		if r := open.sendBody(t, http.MethodPost, "/api/oauth/register", "", map[string]any{
+			"grant_types": []string{"client_credentials"}, "scope": "orders.admin"}); r.status != http.StatusBadRequest {
+			t.Errorf("client_credentials with orders.admin, client_credentials allowed: got %s, want 400", r)
+		}
+		r = open.sendBody(t, http.MethodPost, "/api/oauth/register", "", map[string]any{
+			"grant_types": []string{"client_credentials"}, "scope": "orders.read"})
+		if r.status != http.StatusCreated {
+			t.Fatalf("client_credentials with orders.read, client_credentials allowed: got %s, want 201", r)
+		}
+		worker := provider.ClientInfo{ClientID: r.body["client_id"].(string), ClientSecret: r.body["client_secret"].(string)}
+		tok := open.token(t, worker, url.Values{"grant_type": {"client_credentials"}, "scope": {"orders.read"}})
+		at, _ := tok.body["access_token"].(string)
+		userAPI := httptest.NewServer(open.p.RequireUser("orders.read")(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
+		t.Cleanup(userAPI.Close)
+		req, err := http.NewRequest(http.MethodGet, userAPI.URL, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bearer(at)(req)
+		wantOAuthError(t, open.send(t, req), http.StatusUnauthorized, "insufficient_user_authentication")
 	})
 }
