@@ -96,21 +96,28 @@ func (p *Provider) pausedRequestError(w http.ResponseWriter, r *http.Request, ar
 // Gatehouse's own rules: PKCE with S256 only, required unless configured otherwise.
 func (p *Provider) newAuthorizeRequest(ctx context.Context, r *http.Request) (fosite.AuthorizeRequester, error) {
 	var resourceErr error
+	parsed := r // the request fosite parses
 	// fosite reads the requested audience from r.Form, which it parses the same way.
 	if err := r.ParseMultipartForm(1 << 20); err == nil || errors.Is(err, http.ErrNotMultipart) {
-		resourceErr = mergeResources(r.Form)
+		if r.Form.Get("request") != "" {
+			// The object's parameters alone; r keeps the query's, for an error about the
+			// object to reach the client (withoutRequestObject).
+			parsed = r.Clone(ctx)
+			parsed.Form, parsed.PostForm = requestObjectForm(r.Form, outsideRequestObject), url.Values{}
+		}
+		resourceErr = mergeResources(parsed.Form)
 	}
 	var ar fosite.AuthorizeRequester
-	err := p.checkRequestObject(r.Form)
+	err := p.checkRequestObject(parsed.Form)
 	if err == nil {
-		ar, err = p.oauth.NewAuthorizeRequest(ctx, r)
+		ar, err = p.oauth.NewAuthorizeRequest(ctx, parsed)
 		var rfc *fosite.RFC6749Error
 		switch {
 		case err == nil:
 			if err = requestObjectClient(ar); err == nil {
 				settleRequestObject(ar.GetRequestForm())
 			}
-		case r.Form.Get("request") != "" && !errors.As(err, &rfc):
+		case parsed.Form.Get("request") != "" && !errors.As(err, &rfc):
 			// fosite returns some failures of a request object's claims unwrapped.
 			err = fosite.ErrInvalidRequestObject.WithHint("The request object's claims are not valid.").WithWrap(err).WithDebug(err.Error())
 		}

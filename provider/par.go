@@ -153,8 +153,10 @@ func (p *Provider) newPushedAuthorizeRequest(ctx context.Context, r *http.Reques
 		}
 	}
 	if r.Form.Get("request") != "" {
-		// A pushed request object is checked as at the authorization endpoint; a pushed
+		// A pushed request object stands for the request, as at the authorization
+		// endpoint, beside the client's credentials; it is checked as there, and a pushed
 		// request_uri is fosite's invalid_request (§2.1).
+		r.Form, r.PostForm = requestObjectForm(r.Form, outsidePushedRequestObject), url.Values{}
 		if err := p.checkRequestObject(r.Form); err != nil {
 			return nil, err
 		}
