@@ -134,29 +134,12 @@ func requestObjectForm(form url.Values, outside []string) url.Values {
 	if scope != nil {
 		out["scope"] = scope
 	}
-	if resources := stringsClaim(claims["resource"]); len(resources) > 0 {
+	if resources := claimStrings(claims["resource"]); len(resources) > 0 {
 		// fosite reads the audience before it copies the object's claims into the form;
 		// mergeResources merges these (the object is verified before any is used).
 		out["resource"] = resources
 	}
 	return out
-}
-
-// stringsClaim is a JWT claim that holds one string or an array of strings, as a list.
-func stringsClaim(v any) []string {
-	switch c := v.(type) {
-	case string:
-		return []string{c}
-	case []any:
-		out := make([]string, 0, len(c))
-		for _, e := range c {
-			if s, ok := e.(string); ok {
-				out = append(out, s)
-			}
-		}
-		return out
-	}
-	return nil
 }
 
 // objectNamesClient refuses request object claims whose client_id or iss, when present,
@@ -233,7 +216,7 @@ func settleRequestObject(form url.Values) {
 	for name, value := range claims {
 		if name == "resource" {
 			// RFC 8707 §2: one parameter per resource, as the query would carry them.
-			form["resource"] = stringsClaim(value)
+			form["resource"] = claimStrings(value)
 			continue
 		}
 		switch v := value.(type) {

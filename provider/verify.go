@@ -192,7 +192,7 @@ func (v *accessTokenVerifier) check(token string) (*verifiedToken, storage.Acces
 		Subject:        ref.Subject,
 		ClientID:       ref.ClientID,
 		Scopes:         strings.Fields(str("scope")),
-		Audience:       audienceOf(claims["aud"]),
+		Audience:       claimStrings(claims["aud"]),
 		IssuedAt:       time.Unix(iat, 0).UTC(),
 		ExpiresAt:      time.Unix(exp, 0).UTC(),
 		// A client_credentials token speaks for its client: sub is the client's id, and it
@@ -214,25 +214,6 @@ func intClaim(claims map[string]any, name string) (int64, bool) {
 		return i, err == nil
 	}
 	return 0, false
-}
-
-// audienceOf is an aud claim as a list: one string or an array of them.
-func audienceOf(aud any) []string {
-	switch a := aud.(type) {
-	case string:
-		return []string{a}
-	case []string:
-		return a
-	case []any:
-		out := make([]string, 0, len(a))
-		for _, v := range a {
-			if s, ok := v.(string); ok {
-				out = append(out, s)
-			}
-		}
-		return out
-	}
-	return nil
 }
 
 // accessTokenKey is the request context key of the *AccessToken RequireScopes accepted.
