@@ -249,12 +249,12 @@ func (p *Provider) specFromMetadata(m clientMetadata, held *storage.Client) (Cli
 	if method == storage.AuthMethodPrivateKeyJWT && (m.JWKSURI == "") == (jwks == nil) {
 		return ClientSpec{}, metadataError("a private_key_jwt client registers exactly one of jwks_uri and jwks")
 	}
-	if len(m.ClientName) > maxClientNameLen || strings.IndexFunc(m.ClientName, unicode.IsControl) >= 0 {
-		return ClientSpec{}, metadataError("client_name must be at most %d characters without control characters", maxClientNameLen)
+	if len(m.ClientName) > maxClientNameLen || !displayable(m.ClientName) {
+		return ClientSpec{}, metadataError("client_name must be at most %d characters without control or format characters (Unicode Cc, Cf, Zl, Zp, Co: bidirectional overrides, zero-width characters, …)", maxClientNameLen)
 	}
 	for _, u := range []struct{ name, value string }{{"logo_uri", m.LogoURI}, {"policy_uri", m.PolicyURI}, {"tos_uri", m.TOSURI}} {
-		if u.value != "" && !isHTTPSURL(u.value) {
-			return ClientSpec{}, metadataError("%s must be an absolute https URL without user info or fragment", u.name)
+		if u.value != "" && (!isHTTPSURL(u.value) || !displayable(u.value)) {
+			return ClientSpec{}, metadataError("%s must be an absolute https URL without user info, fragment, control or format characters", u.name)
 		}
 	}
 	scopes := strings.Fields(m.Scope)
@@ -279,6 +279,18 @@ func (p *Provider) specFromMetadata(m clientMetadata, held *storage.Client) (Cli
 		LogoURI: m.LogoURI, PolicyURI: m.PolicyURI, TOSURI: m.TOSURI,
 		BackchannelLogoutURI: m.BackchannelLogoutURI, BackchannelLogoutSessionRequired: m.BackchannelLogoutSessionRequired,
 	}, nil
+}
+
+// displayable reports whether s, metadata shown to users (client_name, on the consent and
+// device pages), holds no character that changes how the rest reads instead of showing
+// itself: controls (Cc), format characters (Cf: bidirectional overrides such as U+202E,
+// zero-width spaces and joiners, which let a name pass for another or hide part of
+// itself), line and paragraph separators (Zl, Zp) and private-use characters (Co), which
+// a font may draw as anything.
+func displayable(s string) bool {
+	return strings.IndexFunc(s, func(r rune) bool {
+		return unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp, unicode.Co)
+	}) < 0
 }
 
 // dedupe returns list without repeated values, in first-seen order.

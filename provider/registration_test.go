@@ -663,3 +663,96 @@ func TestRegistrationCannotSelfGrant(t *testing.T) {
 		wantOAuthError(t, open.send(t, req), http.StatusUnauthorized, "insufficient_user_authentication")
 	})
 }
+
+// TestClientNamesCannotImpersonate: a registration (or its update) whose client_name or
+// display URLs hold control or format characters (a right-to-left override, zero-width
+// characters, …) is refused; the consent and device pages mark a self-registered client as
+// unverified and show the host its answers go to, an internationalized one as its A-label.
+func TestClientNamesCannotImpersonate(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
+		e := newEnv(t, b, provider.Config{OpenRegistration: true})
+		alice := e.user(t, "alice@example.com", "Alice")
+		for _, c := range []struct{ name, field, value string }{
+			{"right-to-left override", "client_name", "Gatehouse Admin\u202Egnp.exe"},
+			{"zero-width space", "client_name", "Pay\u200BPal"},
+			{"zero-width joiner", "client_name", "Pay\u200DPal"},
+			{"byte order mark", "client_name", "\uFEFFPayPal"},
+			{"left-to-right isolate", "client_name", "PayPal\u2066"},
+			{"line separator", "client_name", "PayPal\u2028Official"},
+			{"private use", "client_name", "PayPal \uE000"},
+			{"override in logo_uri", "logo_uri", "https://rp.example.com/\u202Egnp.logo"},
+		} {
+			t.Run("register with a "+c.name, func(t *testing.T) {
+				body := webAppMetadata()
+				body[c.field] = c.value
+				r := e.sendBody(t, http.MethodPost, "/api/oauth/register", "", body)
+				if r.status != http.StatusBadRequest || r.body["error"] != "invalid_client_metadata" {
+					t.Errorf("got %s, want 400 invalid_client_metadata", r)
+				}
+			})
+		}
+		look := "https://p\u0430ypal.example/callback" // a Cyrillic а
+		reg := e.sendBody(t, http.MethodPost, "/api/oauth/register", "", map[string]any{
+			"client_name": "PayPal", "redirect_uris": []string{look}, "grant_types": []string{"authorization_code"}})
+		if reg.status != http.StatusCreated {
+			t.Fatalf("register: got %s, want 201", reg)
+		}
+		id, regToken := reg.body["client_id"].(string), reg.body["registration_access_token"].(string)
+		t.Run("update with a format character", func(t *testing.T) {
+			body := map[string]any{"client_id": id, "client_name": "Pay\u200BPal", "redirect_uris": []string{look}}
+			if r := e.sendBody(t, http.MethodPut, registrationPath(id), regToken, body); r.status != http.StatusBadRequest || r.body["error"] != "invalid_client_metadata" {
+				t.Errorf("got %s, want 400 invalid_client_metadata", r)
+			}
+		})
+
+		const unverified = "This application registered itself"
+		consentPage := func(t *testing.T, c provider.ClientInfo) page {
+			t.Helper()
+			br := e.browser(t)
+			p := br.login(t, br.get(t, e.relyingParty(t, c).start().String()), alice.Email)
+			if p.url.Path != "/consent" {
+				t.Fatalf("after login: got %s, want the consent page", p)
+			}
+			return p
+		}
+		t.Run("consent page of a self-registered client", func(t *testing.T) {
+			p := consentPage(t, provider.ClientInfo{ClientID: id, ClientSecret: reg.body["client_secret"].(string), RedirectURIs: []string{look}})
+			for _, want := range []string{unverified, "Your answer goes to <strong>xn--pypal-4ve.example</strong>"} {
+				if !strings.Contains(p.body, want) {
+					t.Errorf("consent page lacks %q:\n%s", want, p.body)
+				}
+			}
+		})
+		t.Run("consent page of a client the operator created", func(t *testing.T) {
+			p := consentPage(t, e.client(t, provider.ClientSpec{ID: "shop", Name: "Shop"}))
+			if strings.Contains(p.body, unverified) || !strings.Contains(p.body, "Your answer goes to <strong>rp.example.com</strong>") {
+				t.Errorf("consent page: want the host and no unverified mark:\n%s", p.body)
+			}
+		})
+		t.Run("device page of a self-registered client", func(t *testing.T) {
+			r := e.sendBody(t, http.MethodPost, "/api/oauth/register", "", map[string]any{
+				"client_name": "Living Room TV", "token_endpoint_auth_method": "none", "redirect_uris": []string{"https://tv.example.com/cb"},
+				"grant_types": []string{provider.GrantTypeDeviceCode}, "response_types": []string{}, "scope": "openid"})
+			if r.status != http.StatusCreated {
+				t.Fatalf("register: got %s, want 201", r)
+			}
+			codes := e.deviceCode(t, provider.ClientInfo{ClientID: r.body["client_id"].(string)}, "openid")
+			br := e.browser(t)
+			p := br.get(t, e.issuer+"/device")
+			f := p.form(t)
+			f.fields.Set("user_code", codes.body["user_code"].(string))
+			if p = br.post(t, f.action, f.fields); p.url.Path == "/login" {
+				p = br.login(t, p, alice.Email)
+			}
+			if p.url.Path != "/device/confirm" {
+				t.Fatalf("got %s, want the device confirmation page", p)
+			}
+			for _, want := range []string{unverified, "It is registered at <strong>tv.example.com</strong>"} {
+				if !strings.Contains(p.body, want) {
+					t.Errorf("device page lacks %q:\n%s", want, p.body)
+				}
+			}
+		})
+	})
+}
