@@ -108,7 +108,10 @@ func (p *Provider) newAuthorizeRequest(ctx context.Context, r *http.Request) (fo
 		resourceErr = mergeResources(parsed.Form)
 	}
 	var ar fosite.AuthorizeRequester
-	err := p.checkRequestObject(parsed.Form)
+	err := oversizedRequest(r.Form, false)
+	if err == nil {
+		err = p.checkRequestObject(parsed.Form)
+	}
 	if err == nil {
 		ar, err = p.oauth.NewAuthorizeRequest(ctx, parsed)
 		var rfc *fosite.RFC6749Error
@@ -123,14 +126,20 @@ func (p *Provider) newAuthorizeRequest(ctx context.Context, r *http.Request) (fo
 		}
 	}
 	if err != nil {
-		if requestObjectError(err) {
-			// A request object or request_uri is refused before the redirect URI is
-			// checked. Parse the request again without them: when client and redirect URI are valid, the error
-			// can be redirected to the client, as OpenID Connect Core §6 expects.
+		if ar == nil || requestObjectError(err) {
+			// A request object or request_uri, or an oversized parameter, is refused before
+			// the redirect URI is checked. Parse the request again without a request object:
+			// when client and redirect URI are valid, the error can be redirected to the
+			// client, as OpenID Connect Core §6 expects (without an oversized state:
+			// authorizeError).
 			if plain := p.withoutRequestObject(ctx, r); plain != nil && plain.IsRedirectURIValid() {
 				return plain, err
 			}
 		}
+		return ar, err
+	}
+	// What a request object carried, and the whole form as it would be stored.
+	if err := oversizedStoredForm(ar.GetRequestForm(), parsed != r); err != nil {
 		return ar, err
 	}
 	if resourceErr != nil {
@@ -278,6 +287,10 @@ func (p *Provider) pause(w http.ResponseWriter, r *http.Request, ar fosite.Autho
 		var err error
 		if token, err = randomToken(p.random); err != nil {
 			p.authorizeError(w, r, ar, fosite.ErrServerError.WithWrap(err))
+			return
+		}
+		if err := p.limitStoredRequest(r.Context(), r, storedPaused, ar.GetClient().GetID(), true); err != nil {
+			p.ui.Error(w, r, err) // 429 with Retry-After
 			return
 		}
 		row := &storage.AuthRequest{
@@ -437,7 +450,8 @@ func (p *Provider) authorizeError(w http.ResponseWriter, r *http.Request, ar fos
 	if description != "" {
 		params.Set("error_description", description)
 	}
-	if state := ar.GetState(); state != "" {
+	if state := ar.GetState(); state != "" && len(state) <= maxStateBytes {
+		// An oversized state, refused, is not echoed back to the client either.
 		params.Set("state", state)
 	}
 	redirect := *ar.GetRedirectURI()
