@@ -96,34 +96,50 @@ func (p *Provider) pausedRequestError(w http.ResponseWriter, r *http.Request, ar
 // Gatehouse's own rules: PKCE with S256 only, required unless configured otherwise.
 func (p *Provider) newAuthorizeRequest(ctx context.Context, r *http.Request) (fosite.AuthorizeRequester, error) {
 	var resourceErr error
+	parsed := r // the request fosite parses
 	// fosite reads the requested audience from r.Form, which it parses the same way.
 	if err := r.ParseMultipartForm(1 << 20); err == nil || errors.Is(err, http.ErrNotMultipart) {
-		resourceErr = mergeResources(r.Form)
+		if r.Form.Get("request") != "" {
+			// The object's parameters alone; r keeps the query's, for an error about the
+			// object to reach the client (withoutRequestObject).
+			parsed = r.Clone(ctx)
+			parsed.Form, parsed.PostForm = requestObjectForm(r.Form, outsideRequestObject), url.Values{}
+		}
+		resourceErr = mergeResources(parsed.Form)
 	}
 	var ar fosite.AuthorizeRequester
-	err := p.checkRequestObject(r.Form)
+	err := oversizedRequest(r.Form, false)
 	if err == nil {
-		ar, err = p.oauth.NewAuthorizeRequest(ctx, r)
+		err = p.checkRequestObject(parsed.Form)
+	}
+	if err == nil {
+		ar, err = p.oauth.NewAuthorizeRequest(ctx, parsed)
 		var rfc *fosite.RFC6749Error
 		switch {
 		case err == nil:
 			if err = requestObjectClient(ar); err == nil {
 				settleRequestObject(ar.GetRequestForm())
 			}
-		case r.Form.Get("request") != "" && !errors.As(err, &rfc):
+		case parsed.Form.Get("request") != "" && !errors.As(err, &rfc):
 			// fosite returns some failures of a request object's claims unwrapped.
 			err = fosite.ErrInvalidRequestObject.WithHint("The request object's claims are not valid.").WithWrap(err).WithDebug(err.Error())
 		}
 	}
 	if err != nil {
-		if requestObjectError(err) {
-			// A request object or request_uri is refused before the redirect URI is
-			// checked. Parse the request again without them: when client and redirect URI are valid, the error
-			// can be redirected to the client, as OpenID Connect Core §6 expects.
+		if ar == nil || requestObjectError(err) {
+			// A request object or request_uri, or an oversized parameter, is refused before
+			// the redirect URI is checked. Parse the request again without a request object:
+			// when client and redirect URI are valid, the error can be redirected to the
+			// client, as OpenID Connect Core §6 expects (without an oversized state:
+			// authorizeError).
 			if plain := p.withoutRequestObject(ctx, r); plain != nil && plain.IsRedirectURIValid() {
 				return plain, err
 			}
 		}
+		return ar, err
+	}
+	// What a request object carried, and the whole form as it would be stored.
+	if err := oversizedStoredForm(ar.GetRequestForm(), parsed != r); err != nil {
 		return ar, err
 	}
 	if resourceErr != nil {
@@ -271,6 +287,10 @@ func (p *Provider) pause(w http.ResponseWriter, r *http.Request, ar fosite.Autho
 		var err error
 		if token, err = randomToken(p.random); err != nil {
 			p.authorizeError(w, r, ar, fosite.ErrServerError.WithWrap(err))
+			return
+		}
+		if err := p.limitStoredRequest(r.Context(), r, storedPaused, ar.GetClient().GetID(), true); err != nil {
+			p.ui.Error(w, r, err) // 429 with Retry-After
 			return
 		}
 		row := &storage.AuthRequest{
@@ -430,7 +450,8 @@ func (p *Provider) authorizeError(w http.ResponseWriter, r *http.Request, ar fos
 	if description != "" {
 		params.Set("error_description", description)
 	}
-	if state := ar.GetState(); state != "" {
+	if state := ar.GetState(); state != "" && len(state) <= maxStateBytes {
+		// An oversized state, refused, is not echoed back to the client either.
 		params.Set("state", state)
 	}
 	redirect := *ar.GetRedirectURI()

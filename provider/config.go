@@ -137,6 +137,14 @@ type Config struct {
 	// request to them refuses internal addresses (package internal/outbound). Clients an
 	// admin created (CreateClient, the CLI) are trusted with any address either way.
 	InsecureAllowPrivateClientURLs bool
+	// AllowRegisteredClientCredentials lets clients that register themselves at
+	// /api/oauth/register (RFC 7591, with or without an initial access token) register the
+	// client_credentials grant. Default false: such a registration, or an RFC 7592 update
+	// adding the grant, is refused with invalid_client_metadata, because a
+	// client_credentials token speaks for the client alone, no user consents to it, and
+	// RequireScopes lets it through with any scope the client holds. Clients an operator
+	// creates (CreateClient, the CLI) may always have the grant.
+	AllowRegisteredClientCredentials bool
 	// SkipMigrate leaves the database schema alone at start-up (run `migrate` yourself).
 	// Default false: pending migrations are applied by New.
 	SkipMigrate bool

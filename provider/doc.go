@@ -46,7 +46,8 @@
 //
 // An API in the same process checks access tokens with VerifyRequest (Bearer, or DPoP with
 // its proof) or VerifyAccessToken (bearer tokens only), or guards its routes with
-// RequireScopes and reads the token back with AccessTokenFromContext. DPoP-bound tokens
+// RequireScopes (RequireUser for routes that act for a user: client tokens pass
+// RequireScopes) and reads the token back with AccessTokenFromContext. DPoP-bound tokens
 // (RFC 9449) need no switch; DPoPConfig tunes them, and package dpop checks proofs for a
 // resource server elsewhere.
 //

@@ -117,6 +117,39 @@ func ExampleProvider_RequireScopes() {
 	// 200  reports for reports
 }
 
+// RequireUser guards a route that acts for a user: a client's own token
+// (client_credentials) carries the scope but speaks for no user, so RequireUser refuses it
+// where RequireScopes lets it through.
+func ExampleProvider_RequireUser() {
+	p, secret, cleanup := exampleProvider()
+	defer cleanup()
+
+	mux := http.NewServeMux()
+	myReports := func(w http.ResponseWriter, r *http.Request) {
+		at, _ := provider.AccessTokenFromContext(r.Context())
+		fmt.Fprintln(w, "reports of user", at.Subject)
+	}
+	mux.Handle("/api/my/reports", p.RequireUser("reports:read")(http.HandlerFunc(myReports)))
+	mux.Handle("/api/reports", p.RequireScopes("reports:read")(http.HandlerFunc(myReports)))
+	mux.Handle("/", p)
+
+	token := exampleClientToken(p, secret, "reports:read")
+	for _, path := range []string{"/api/my/reports", "/api/reports"} {
+		req := httptest.NewRequest(http.MethodGet, path, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, req)
+		var body struct {
+			Error string `json:"error"`
+		}
+		_ = json.Unmarshal(rec.Body.Bytes(), &body)
+		fmt.Println(path, rec.Code, body.Error)
+	}
+	// Output:
+	// /api/my/reports 401 insufficient_user_authentication
+	// /api/reports 200
+}
+
 // WithEvents tells a team's server what happened: here a sink logs each event with the
 // fields it cares about, from the registration of the example's client on. It runs after the change committed, on the request's goroutine.
 func ExampleWithEvents() {

@@ -3,14 +3,17 @@ package provider
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ory/fosite"
+	"golang.org/x/net/idna"
 
 	"github.com/gatehouse-id/gatehouse/events"
 	"github.com/gatehouse-id/gatehouse/publicauth"
@@ -81,7 +84,8 @@ func (p *Provider) pausedRow(ctx context.Context, idHash string) (*storage.AuthR
 	return row, err
 }
 
-// PausedRequest implements ui.Host: the client's name, login_hint and scopes.
+// PausedRequest implements ui.Host: the client's name, whether it registered itself, the
+// host its answer goes to, login_hint and scopes.
 func (h uiHost) PausedRequest(ctx context.Context, token string) (ui.PausedRequest, error) {
 	row, err := h.p.pausedRow(ctx, hashToken(token))
 	if err != nil {
@@ -100,8 +104,33 @@ func (h uiHost) PausedRequest(ctx context.Context, token string) (ui.PausedReque
 	if err != nil {
 		return ui.PausedRequest{}, err
 	}
+	redirect := form.Get("redirect_uri")
+	if redirect == "" && len(client.RedirectURIs) > 0 {
+		// Omitted, the redirect URI is the client's one (fosite); a device has none, and
+		// its client's first registered one tells where the application lives.
+		redirect = client.RedirectURIs[0]
+	}
 	return ui.PausedRequest{ClientName: name, LoginHint: form.Get("login_hint"), Scopes: strings.Fields(form.Get("scope")),
-		UserCode: userCode}, nil
+		UserCode: userCode, ClientUnverified: client.RegistrationTokenHash != "", ClientHost: displayHost(redirect)}, nil
+}
+
+// displayHost is the host of the URI raw as a page shows it: an internationalized name as
+// its A-label (xn--…), so that a name of look-alike letters shows as what it is; "" for
+// none.
+func displayHost(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Hostname() == "" {
+		return ""
+	}
+	if ip := net.ParseIP(u.Hostname()); ip != nil {
+		return ip.String()
+	}
+	host, err := idna.Lookup.ToASCII(u.Hostname())
+	if err != nil {
+		// Not a valid internationalized name: shown escaped, never as look-alike letters.
+		return strconv.QuoteToASCII(u.Hostname())
+	}
+	return host
 }
 
 // Destination implements ui.Host.

@@ -125,6 +125,11 @@ func (p *Provider) pushAuthorize(w http.ResponseWriter, r *http.Request) {
 		p.pushError(w, r, ar, err)
 		return
 	}
+	// Anyone may push as a public client, from any address: its pushes count by IP too.
+	if err := p.limitStoredRequest(ctx, r, storedPushed, ar.GetClient().GetID(), ar.GetClient().IsPublic()); err != nil {
+		writeSlowDown(w, err, "Too many pushed authorization requests; retry after the Retry-After delay.")
+		return
+	}
 	resp, err := p.oauth.NewPushedAuthorizeResponse(ctx, ar, newSession())
 	if err != nil {
 		p.pushError(w, r, ar, err)
@@ -144,6 +149,9 @@ func (p *Provider) newPushedAuthorizeRequest(ctx context.Context, r *http.Reques
 	if err := r.ParseMultipartForm(1 << 20); err != nil && !errors.Is(err, http.ErrNotMultipart) {
 		return nil, fosite.ErrInvalidRequest.WithHintf("The request body could not be read; it may hold at most %d bytes.", maxPushedRequestBytes).WithWrap(err)
 	}
+	if err := oversizedRequest(r.Form, false); err != nil {
+		return nil, err
+	}
 	resourceErr := mergeResources(r.Form)
 	if id, _, ok := r.BasicAuth(); ok && r.Form.Get("client_id") != "" {
 		// fosite authenticates the Basic client but validates the request of the form's
@@ -153,8 +161,10 @@ func (p *Provider) newPushedAuthorizeRequest(ctx context.Context, r *http.Reques
 		}
 	}
 	if r.Form.Get("request") != "" {
-		// A pushed request object is checked as at the authorization endpoint; a pushed
+		// A pushed request object stands for the request, as at the authorization
+		// endpoint, beside the client's credentials; it is checked as there, and a pushed
 		// request_uri is fosite's invalid_request (§2.1).
+		r.Form, r.PostForm = requestObjectForm(r.Form, outsidePushedRequestObject), url.Values{}
 		if err := p.checkRequestObject(r.Form); err != nil {
 			return nil, err
 		}
@@ -166,7 +176,11 @@ func (p *Provider) newPushedAuthorizeRequest(ctx context.Context, r *http.Reques
 	if err := requestObjectClient(ar); err != nil {
 		return ar, err
 	}
+	object := ar.GetRequestForm().Get("request") != ""
 	settleRequestObject(ar.GetRequestForm())
+	if err := oversizedStoredForm(pushedForm(ar.GetRequestForm(), ar.GetClient().GetID()), object); err != nil {
+		return ar, err
+	}
 	if resourceErr != nil {
 		return ar, resourceErr
 	}

@@ -94,6 +94,21 @@ type PublicAuthConfig struct {
 	// of publicauth.Rate. Over it those endpoints answer 429 slow_down until the window
 	// ends, so client secrets cannot be guessed at speed. Nothing else is counted.
 	TokenErrorLimit RateLimit
+	// AuthorizeIPLimit caps the authorization requests one IP leaves stored: paused for the
+	// login or consent page (the browser's IP; a request that finishes at once, the user
+	// signed in and consent given, stores nothing and is not counted), and pushed to the
+	// PAR endpoint by a public client (the pusher's IP; a confidential client's pushes are
+	// counted by AuthorizeClientLimit alone, its backend sending every user's). Pauses and
+	// pushes are counted apart. Default DefaultAuthorizeIPLimit a DefaultAuthorizeWindow
+	// (100 a minute, as the login limit). Over it the authorization endpoint answers 429
+	// with Retry-After (a page), the PAR endpoint 429 slow_down. A negative Limit turns it
+	// off.
+	AuthorizeIPLimit RateLimit
+	// AuthorizeClientLimit caps the same per client: the requests paused for one client's
+	// sign-ins, and those it pushes. Default DefaultAuthorizeClientLimit a
+	// DefaultAuthorizeWindow (1,000 a minute); raise it for a client that starts more
+	// sign-ins than that. A negative Limit turns it off.
+	AuthorizeClientLimit RateLimit
 
 	// PasswordHashConcurrency is how many password hashes or checks (argon2id, about 19 MiB
 	// each) run at once, which bounds the memory a burst of logins takes. Default the
@@ -116,10 +131,14 @@ type PublicAuthConfig struct {
 // takes the default of the field it is in; a negative Limit turns the limit off.
 type RateLimit = publicauth.Rate
 
-// Defaults of PublicAuthConfig.TokenErrorLimit, the one limit the provider keeps itself.
+// Defaults of the limits the provider keeps itself: PublicAuthConfig.TokenErrorLimit,
+// AuthorizeIPLimit and AuthorizeClientLimit.
 const (
-	DefaultTokenErrorLimit  = 100
-	DefaultTokenErrorWindow = time.Minute
+	DefaultTokenErrorLimit      = 100
+	DefaultTokenErrorWindow     = time.Minute
+	DefaultAuthorizeIPLimit     = 100
+	DefaultAuthorizeClientLimit = 1000
+	DefaultAuthorizeWindow      = time.Minute
 )
 
 // withDefaults returns c with the defaults of the settings publicauth owns taken from auth
@@ -137,6 +156,12 @@ func (c PublicAuthConfig) withDefaults(auth publicauth.Config, issuer string) (P
 	var err error
 	if c.TokenErrorLimit, err = c.TokenErrorLimit.WithDefault(RateLimit{Limit: DefaultTokenErrorLimit, Window: DefaultTokenErrorWindow}); err != nil {
 		errs = append(errs, fmt.Errorf("TokenErrorLimit.%w", err))
+	}
+	if c.AuthorizeIPLimit, err = c.AuthorizeIPLimit.WithDefault(RateLimit{Limit: DefaultAuthorizeIPLimit, Window: DefaultAuthorizeWindow}); err != nil {
+		errs = append(errs, fmt.Errorf("AuthorizeIPLimit.%w", err))
+	}
+	if c.AuthorizeClientLimit, err = c.AuthorizeClientLimit.WithDefault(RateLimit{Limit: DefaultAuthorizeClientLimit, Window: DefaultAuthorizeWindow}); err != nil {
+		errs = append(errs, fmt.Errorf("AuthorizeClientLimit.%w", err))
 	}
 	if c.RedisCoolDown <= 0 {
 		c.RedisCoolDown = ratelimit.DefaultCoolDown

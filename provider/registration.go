@@ -174,18 +174,17 @@ func checkWebRedirectURI(raw string) error {
 	return fmt.Errorf("%q must use https (or http on a loopback host)", raw)
 }
 
-// registrationScopes are the scopes a client may register for: the server's scopes but
-// manage_permissions, which lets a client change users' permissions and is for clients an
-// admin trusts.
-func (p *Provider) registrationScopes() []string {
-	return slices.DeleteFunc(supportedScopes(p.cfg.Scopes), func(s string) bool { return s == "manage_permissions" })
-}
-
 // specFromMetadata validates m (RFC 7591 §2) and returns the client it describes, with the
 // RFC's defaults: grant type authorization_code, response type code when that grant is
 // registered, client_secret_basic, RS256 and the default scopes. It does not run the
 // checks CreateClient runs (checkClient), which the caller runs on the result.
-func (p *Provider) specFromMetadata(m clientMetadata) (ClientSpec, *registrationError) {
+//
+// A client cannot give itself what an operator must grant: a scope outside
+// registrableScopes, or the client_credentials grant unless
+// Config.AllowRegisteredClientCredentials. held is the registered client an RFC 7592
+// update replaces (nil at registration): what it already holds, an operator may have
+// granted, and it keeps.
+func (p *Provider) specFromMetadata(m clientMetadata, held *storage.Client) (ClientSpec, *registrationError) {
 	grants := m.GrantTypes
 	if len(grants) == 0 {
 		grants = []string{"authorization_code"}
@@ -234,6 +233,12 @@ func (p *Provider) specFromMetadata(m clientMetadata) (ClientSpec, *registration
 	if public && slices.Contains(grants, "client_credentials") {
 		return ClientSpec{}, metadataError("a client authenticating with none cannot use client_credentials")
 	}
+	if slices.Contains(grants, "client_credentials") && !p.cfg.AllowRegisteredClientCredentials &&
+		(held == nil || !slices.Contains(held.GrantTypes, "client_credentials")) {
+		// A client_credentials token speaks for the client itself, with no user's consent
+		// between it and the scopes it carries.
+		return ClientSpec{}, metadataError("grant type client_credentials is not open to dynamically registered clients on this server")
+	}
 	var jwks []byte
 	if len(m.JWKS) > 0 && string(m.JWKS) != "null" {
 		if m.JWKS[0] != '{' {
@@ -249,22 +254,22 @@ func (p *Provider) specFromMetadata(m clientMetadata) (ClientSpec, *registration
 			return ClientSpec{}, metadataError("%s %v", u.name, err)
 		}
 	}
-	if len(m.ClientName) > maxClientNameLen || strings.IndexFunc(m.ClientName, unicode.IsControl) >= 0 {
-		return ClientSpec{}, metadataError("client_name must be at most %d characters without control characters", maxClientNameLen)
+	if len(m.ClientName) > maxClientNameLen || !displayable(m.ClientName) {
+		return ClientSpec{}, metadataError("client_name must be at most %d characters without control or format characters (Unicode Cc, Cf, Zl, Zp, Co: bidirectional overrides, zero-width characters, …)", maxClientNameLen)
 	}
 	for _, u := range []struct{ name, value string }{{"logo_uri", m.LogoURI}, {"policy_uri", m.PolicyURI}, {"tos_uri", m.TOSURI}} {
-		if u.value != "" && !isHTTPSURL(u.value) {
-			return ClientSpec{}, metadataError("%s must be an absolute https URL without user info or fragment", u.name)
+		if u.value != "" && (!isHTTPSURL(u.value) || !displayable(u.value)) {
+			return ClientSpec{}, metadataError("%s must be an absolute https URL without user info, fragment, control or format characters", u.name)
 		}
 	}
 	scopes := strings.Fields(m.Scope)
 	if len(scopes) == 0 {
 		scopes = []string{"openid", "profile", "email", "offline_access"}
 	}
-	allowed := p.registrationScopes()
+	allowed := registrableScopes(p.cfg.Scopes)
 	for _, s := range scopes {
-		if !slices.Contains(allowed, s) {
-			return ClientSpec{}, metadataError("scope %q is not one a client may register for (%s)", s, strings.Join(allowed, " "))
+		if !slices.Contains(allowed, s) && (held == nil || !slices.Contains(held.Scopes, s)) {
+			return ClientSpec{}, metadataError("scope %q is not one a client may register for (%s); an operator grants the others", s, strings.Join(allowed, " "))
 		}
 	}
 	alg := m.IDTokenSignedResponseAlg
@@ -279,6 +284,18 @@ func (p *Provider) specFromMetadata(m clientMetadata) (ClientSpec, *registration
 		LogoURI: m.LogoURI, PolicyURI: m.PolicyURI, TOSURI: m.TOSURI,
 		BackchannelLogoutURI: m.BackchannelLogoutURI, BackchannelLogoutSessionRequired: m.BackchannelLogoutSessionRequired,
 	}, nil
+}
+
+// displayable reports whether s, metadata shown to users (client_name, on the consent and
+// device pages), holds no character that changes how the rest reads instead of showing
+// itself: controls (Cc), format characters (Cf: bidirectional overrides such as U+202E,
+// zero-width spaces and joiners, which let a name pass for another or hide part of
+// itself), line and paragraph separators (Zl, Zp) and private-use characters (Co), which
+// a font may draw as anything.
+func displayable(s string) bool {
+	return strings.IndexFunc(s, func(r rune) bool {
+		return unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp, unicode.Co)
+	}) < 0
 }
 
 // dedupe returns list without repeated values, in first-seen order.
@@ -377,7 +394,7 @@ func (p *Provider) register(w http.ResponseWriter, r *http.Request) {
 		p.writeRegistrationError(w, r, err)
 		return
 	}
-	spec, regErr := p.specFromMetadata(m)
+	spec, regErr := p.specFromMetadata(m, nil)
 	if regErr != nil {
 		p.writeRegistrationError(w, r, regErr)
 		return
@@ -516,7 +533,7 @@ func (p *Provider) updateRegistration(w http.ResponseWriter, r *http.Request) {
 		p.writeRegistrationError(w, r, metadataError("client_secret does not match the client's secret"))
 		return
 	}
-	spec, regErr := p.specFromMetadata(m)
+	spec, regErr := p.specFromMetadata(m, c)
 	if regErr != nil {
 		p.writeRegistrationError(w, r, regErr)
 		return

@@ -8,7 +8,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -481,7 +483,7 @@ func TestOpenRegistration(t *testing.T) {
 func TestDynamicRegistrationPrivateKeyJWT(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
-		e := newEnv(t, b, provider.Config{Scopes: []provider.Scope{{Name: "read"}}})
+		e := newEnv(t, b, provider.Config{Scopes: []provider.Scope{{Name: "read", Registrable: true}}, AllowRegisteredClientCredentials: true})
 		key := newECKey(t, "k1")
 		r := e.sendBody(t, http.MethodPost, "/api/oauth/register", registrationToken(t, e, 1), map[string]any{
 			"token_endpoint_auth_method": "private_key_jwt", "jwks": json.RawMessage(jwksOf(t, key)),
@@ -527,5 +529,230 @@ func TestRegistrationRateLimited(t *testing.T) {
 		if r.status != http.StatusTooManyRequests || r.body["error"] != "slow_down" || r.header.Get("Retry-After") == "" {
 			t.Errorf("third registration: got %s, want 429 slow_down with Retry-After", r)
 		}
+	})
+}
+
+// TestRegistrationCannotSelfGrant: a client registering itself (openly or with an initial
+// access token) cannot give itself a custom scope the operator did not mark registrable,
+// nor the client_credentials grant unless the operator allows it, neither at registration
+// nor by an RFC 7592 update; so a client token carrying an API's scope cannot be had by
+// registering, and an embedder's RequireScopes route stays closed to it.
+func TestRegistrationCannotSelfGrant(t *testing.T) {
+	t.Parallel()
+	scopes := []provider.Scope{{Name: "orders.admin"}, {Name: "orders.read", Registrable: true}}
+	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
+		e := newEnv(t, b, provider.Config{OpenRegistration: true, Scopes: scopes})
+		api := httptest.NewServer(e.p.RequireScopes("orders.admin")(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			fmt.Fprint(w, `{"orders":"all of them"}`)
+		})))
+		t.Cleanup(api.Close)
+
+		// The attack: register a client_credentials client with the API's scope, take a
+		// token and call the API.
+		attack := e.sendBody(t, http.MethodPost, "/api/oauth/register", "", map[string]any{
+			"grant_types": []string{"client_credentials"}, "scope": "orders.admin"})
+		if attack.status == http.StatusCreated {
+			c := provider.ClientInfo{ClientID: attack.body["client_id"].(string), ClientSecret: attack.body["client_secret"].(string)}
+			tok := e.token(t, c, url.Values{"grant_type": {"client_credentials"}, "scope": {"orders.admin"}})
+			at, _ := tok.body["access_token"].(string)
+			req, err := http.NewRequest(http.MethodGet, api.URL, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bearer(at)(req)
+			t.Fatalf("self-registered client_credentials client with orders.admin: registered (%s), token %s, API answered %s; want the registration refused",
+				attack, tok, e.send(t, req))
+		}
+		if attack.status != http.StatusBadRequest || attack.body["error"] != "invalid_client_metadata" {
+			t.Errorf("client_credentials with orders.admin: got %s, want 400 invalid_client_metadata", attack)
+		}
+
+		token := registrationToken(t, e, 0)
+		code := func(scope string) map[string]any {
+			return map[string]any{"redirect_uris": []string{rpRedirectURI}, "scope": scope}
+		}
+		for _, c := range []struct {
+			name, token string
+			body        map[string]any
+			mention     string // what the error_description must name
+		}{
+			{"a custom scope not marked registrable", "", code("openid orders.admin"), `"orders.admin"`},
+			{"the same with an initial access token", token, code("openid orders.admin"), `"orders.admin"`},
+			{"manage_permissions", token, code("openid manage_permissions"), `"manage_permissions"`},
+			{"client_credentials, even with a registrable scope", "", map[string]any{
+				"grant_types": []string{"client_credentials"}, "scope": "orders.read"}, "client_credentials"},
+			{"client_credentials with an initial access token", token, map[string]any{
+				"grant_types": []string{"client_credentials"}, "scope": "orders.read"}, "client_credentials"},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				r := e.sendBody(t, http.MethodPost, "/api/oauth/register", c.token, c.body)
+				desc, _ := r.body["error_description"].(string)
+				if r.status != http.StatusBadRequest || r.body["error"] != "invalid_client_metadata" || !strings.Contains(desc, c.mention) {
+					t.Errorf("got %s, want 400 invalid_client_metadata naming %s", r, c.mention)
+				}
+			})
+		}
+
+		// The standard OpenID Connect scopes and a registrable custom scope register.
+		r := e.sendBody(t, http.MethodPost, "/api/oauth/register", "", code("openid profile email address phone offline_access orders.read"))
+		if r.status != http.StatusCreated {
+			t.Fatalf("registration with standard and registrable scopes: got %s, want 201", r)
+		}
+		id, regToken := r.body["client_id"].(string), r.body["registration_access_token"].(string)
+
+		// RFC 7592 updates follow the same rules.
+		for _, c := range []struct {
+			name   string
+			change map[string]any
+		}{
+			{"adding a scope not marked registrable", map[string]any{"scope": "openid orders.admin"}},
+			{"adding client_credentials", map[string]any{"grant_types": []string{"authorization_code", "client_credentials"}}},
+		} {
+			t.Run("update "+c.name, func(t *testing.T) {
+				body := code("openid orders.read")
+				body["client_id"] = id
+				for k, v := range c.change {
+					body[k] = v
+				}
+				r := e.sendBody(t, http.MethodPut, registrationPath(id), regToken, body)
+				if r.status != http.StatusBadRequest || r.body["error"] != "invalid_client_metadata" {
+					t.Errorf("got %s, want 400 invalid_client_metadata", r)
+				}
+			})
+		}
+		c, err := e.p.ClientByID(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.Contains(c.Scopes, "orders.admin") || slices.Contains(c.GrantTypes, "client_credentials") {
+			t.Errorf("client after refused updates: got scopes %v and grants %v", c.Scopes, c.GrantTypes)
+		}
+		// What an operator granted, the client keeps through its own updates.
+		granted := []string{"openid", "orders.read", "orders.admin"}
+		if _, err := e.p.UpdateClient(context.Background(), id, provider.ClientUpdate{Scopes: &granted}); err != nil {
+			t.Fatal(err)
+		}
+		body := code("openid orders.admin")
+		body["client_id"] = id
+		if r := e.sendBody(t, http.MethodPut, registrationPath(id), regToken, body); r.status != http.StatusOK || r.body["scope"] != "openid orders.admin" {
+			t.Errorf("update keeping a scope the operator granted: got %s, want 200", r)
+		}
+
+		// The operator may open client_credentials to registered clients; the scopes rule
+		// still holds, and RequireUser keeps such a client's token off users' routes.
+		open := newEnv(t, b, provider.Config{OpenRegistration: true, Scopes: scopes, AllowRegisteredClientCredentials: true})
+		if r := open.sendBody(t, http.MethodPost, "/api/oauth/register", "", map[string]any{
+			"grant_types": []string{"client_credentials"}, "scope": "orders.admin"}); r.status != http.StatusBadRequest {
+			t.Errorf("client_credentials with orders.admin, client_credentials allowed: got %s, want 400", r)
+		}
+		r = open.sendBody(t, http.MethodPost, "/api/oauth/register", "", map[string]any{
+			"grant_types": []string{"client_credentials"}, "scope": "orders.read"})
+		if r.status != http.StatusCreated {
+			t.Fatalf("client_credentials with orders.read, client_credentials allowed: got %s, want 201", r)
+		}
+		worker := provider.ClientInfo{ClientID: r.body["client_id"].(string), ClientSecret: r.body["client_secret"].(string)}
+		tok := open.token(t, worker, url.Values{"grant_type": {"client_credentials"}, "scope": {"orders.read"}})
+		at, _ := tok.body["access_token"].(string)
+		userAPI := httptest.NewServer(open.p.RequireUser("orders.read")(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
+		t.Cleanup(userAPI.Close)
+		req, err := http.NewRequest(http.MethodGet, userAPI.URL, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bearer(at)(req)
+		wantOAuthError(t, open.send(t, req), http.StatusUnauthorized, "insufficient_user_authentication")
+	})
+}
+
+// TestClientNamesCannotImpersonate: a registration (or its update) whose client_name or
+// display URLs hold control or format characters (a right-to-left override, zero-width
+// characters, …) is refused; the consent and device pages mark a self-registered client as
+// unverified and show the host its answers go to, an internationalized one as its A-label.
+func TestClientNamesCannotImpersonate(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
+		e := newEnv(t, b, provider.Config{OpenRegistration: true})
+		alice := e.user(t, "alice@example.com", "Alice")
+		for _, c := range []struct{ name, field, value string }{
+			{"right-to-left override", "client_name", "Gatehouse Admin\u202Egnp.exe"},
+			{"zero-width space", "client_name", "Pay\u200BPal"},
+			{"zero-width joiner", "client_name", "Pay\u200DPal"},
+			{"byte order mark", "client_name", "\uFEFFPayPal"},
+			{"left-to-right isolate", "client_name", "PayPal\u2066"},
+			{"line separator", "client_name", "PayPal\u2028Official"},
+			{"private use", "client_name", "PayPal \uE000"},
+			{"override in logo_uri", "logo_uri", "https://rp.example.com/\u202Egnp.logo"},
+		} {
+			t.Run("register with a "+c.name, func(t *testing.T) {
+				body := webAppMetadata()
+				body[c.field] = c.value
+				r := e.sendBody(t, http.MethodPost, "/api/oauth/register", "", body)
+				if r.status != http.StatusBadRequest || r.body["error"] != "invalid_client_metadata" {
+					t.Errorf("got %s, want 400 invalid_client_metadata", r)
+				}
+			})
+		}
+		look := "https://p\u0430ypal.example/callback" // a Cyrillic а
+		reg := e.sendBody(t, http.MethodPost, "/api/oauth/register", "", map[string]any{
+			"client_name": "PayPal", "redirect_uris": []string{look}, "grant_types": []string{"authorization_code"}})
+		if reg.status != http.StatusCreated {
+			t.Fatalf("register: got %s, want 201", reg)
+		}
+		id, regToken := reg.body["client_id"].(string), reg.body["registration_access_token"].(string)
+		t.Run("update with a format character", func(t *testing.T) {
+			body := map[string]any{"client_id": id, "client_name": "Pay\u200BPal", "redirect_uris": []string{look}}
+			if r := e.sendBody(t, http.MethodPut, registrationPath(id), regToken, body); r.status != http.StatusBadRequest || r.body["error"] != "invalid_client_metadata" {
+				t.Errorf("got %s, want 400 invalid_client_metadata", r)
+			}
+		})
+
+		const unverified = "This application registered itself"
+		consentPage := func(t *testing.T, c provider.ClientInfo) page {
+			t.Helper()
+			br := e.browser(t)
+			p := br.login(t, br.get(t, e.relyingParty(t, c).start().String()), alice.Email)
+			if p.url.Path != "/consent" {
+				t.Fatalf("after login: got %s, want the consent page", p)
+			}
+			return p
+		}
+		t.Run("consent page of a self-registered client", func(t *testing.T) {
+			p := consentPage(t, provider.ClientInfo{ClientID: id, ClientSecret: reg.body["client_secret"].(string), RedirectURIs: []string{look}})
+			for _, want := range []string{unverified, "Your answer goes to <strong>xn--pypal-4ve.example</strong>"} {
+				if !strings.Contains(p.body, want) {
+					t.Errorf("consent page lacks %q:\n%s", want, p.body)
+				}
+			}
+		})
+		t.Run("consent page of a client the operator created", func(t *testing.T) {
+			p := consentPage(t, e.client(t, provider.ClientSpec{ID: "shop", Name: "Shop"}))
+			if strings.Contains(p.body, unverified) || !strings.Contains(p.body, "Your answer goes to <strong>rp.example.com</strong>") {
+				t.Errorf("consent page: want the host and no unverified mark:\n%s", p.body)
+			}
+		})
+		t.Run("device page of a self-registered client", func(t *testing.T) {
+			r := e.sendBody(t, http.MethodPost, "/api/oauth/register", "", map[string]any{
+				"client_name": "Living Room TV", "token_endpoint_auth_method": "none", "redirect_uris": []string{"https://tv.example.com/cb"},
+				"grant_types": []string{provider.GrantTypeDeviceCode}, "response_types": []string{}, "scope": "openid"})
+			if r.status != http.StatusCreated {
+				t.Fatalf("register: got %s, want 201", r)
+			}
+			codes := e.deviceCode(t, provider.ClientInfo{ClientID: r.body["client_id"].(string)}, "openid")
+			br := e.browser(t)
+			p := br.get(t, e.issuer+"/device")
+			f := p.form(t)
+			f.fields.Set("user_code", codes.body["user_code"].(string))
+			if p = br.post(t, f.action, f.fields); p.url.Path == "/login" {
+				p = br.login(t, p, alice.Email)
+			}
+			if p.url.Path != "/device/confirm" {
+				t.Fatalf("got %s, want the device confirmation page", p)
+			}
+			for _, want := range []string{unverified, "It is registered at <strong>tv.example.com</strong>"} {
+				if !strings.Contains(p.body, want) {
+					t.Errorf("device page lacks %q:\n%s", want, p.body)
+				}
+			}
+		})
 	})
 }

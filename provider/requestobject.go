@@ -93,6 +93,55 @@ func (p *Provider) checkRequestObject(form url.Values) error {
 	return nil
 }
 
+// outsideRequestObject are the parameters of an authorization request with a request
+// object that are read from outside it: client_id (RFC 9101 §5), and response_type, which
+// OpenID Connect Core §6.1 requires in the query too (the object's, when it has one,
+// wins), besides request itself and request_uri (so that sending both is refused). The
+// query's scope is requestObjectForm's to settle.
+var outsideRequestObject = []string{"client_id", "response_type", "request", "request_uri"}
+
+// outsidePushedRequestObject are outsideRequestObject and the client's credentials, for a
+// request object pushed to the PAR endpoint: the client authenticates beside it (RFC 9126
+// §2.1).
+var outsidePushedRequestObject = append(slices.Clone(outsideRequestObject), "client_secret", "client_assertion", "client_assertion_type")
+
+// requestObjectForm returns the parameters of an authorization request that carries a
+// request object (form's request) as RFC 9101 §6.3 has the server use them: only the
+// object's, "even if the same parameter is provided in the query". What the object leaves
+// out (a nonce, a code_challenge, claims, a state) is not taken from the unsigned query,
+// which anyone on the way may have changed. Of form it keeps only the parameters named in
+// outside, and scope: OpenID Connect Core §6.1 has the query's scope carry openid, which
+// tells fosite to read the object (checkRequestObject), so when the object has a scope the
+// query's is cut to openid (fosite adds the query's scopes to the object's), and when the
+// object has none the query's stands, as Core §6.1 requires it to be sent.
+func requestObjectForm(form url.Values, outside []string) url.Values {
+	out := url.Values{}
+	for _, k := range outside {
+		if v, ok := form[k]; ok {
+			out[k] = v
+		}
+	}
+	scope := form["scope"]
+	claims, _, err := unverifiedRequestObject(form.Get("request"))
+	if err == nil {
+		if _, ok := claims["scope"]; ok {
+			scope = nil
+			if slices.Contains(strings.Fields(form.Get("scope")), "openid") {
+				scope = []string{"openid"}
+			}
+		}
+	}
+	if scope != nil {
+		out["scope"] = scope
+	}
+	if resources := claimStrings(claims["resource"]); len(resources) > 0 {
+		// fosite reads the audience before it copies the object's claims into the form;
+		// mergeResources merges these (the object is verified before any is used).
+		out["resource"] = resources
+	}
+	return out
+}
+
 // objectNamesClient refuses request object claims whose client_id or iss, when present,
 // are not clientID.
 func objectNamesClient(claims map[string]any, clientID string) error {
@@ -165,6 +214,11 @@ func settleRequestObject(form url.Values) {
 		return // fosite verified it: it parses
 	}
 	for name, value := range claims {
+		if name == "resource" {
+			// RFC 8707 §2: one parameter per resource, as the query would carry them.
+			form["resource"] = claimStrings(value)
+			continue
+		}
 		switch v := value.(type) {
 		case string:
 		case float64:

@@ -1,14 +1,17 @@
 package provider_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-jose/go-jose/v3"
+	"golang.org/x/oauth2"
 
 	"github.com/gatehouse-id/gatehouse/provider"
 	"github.com/gatehouse-id/gatehouse/storage/storagetest"
@@ -176,6 +179,126 @@ func TestPushedRequestObjects(t *testing.T) {
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				wantOAuthError(t, push(tc.object(rp.start())), http.StatusBadRequest, "invalid_request_object")
+			})
+		}
+	})
+}
+
+// TestRequestObjectBindsWhatItLeavesOut: with a signed request object, only its parameters
+// count (RFC 9101 §6.3): a nonce, a code_challenge or a claims parameter in the unsigned
+// query beside an object without them is not used, at the authorization endpoint or pushed
+// to the PAR endpoint; client_id, response_type and an openid scope still come from the
+// query, as OpenID Connect Core §6.1 sends them.
+func TestRequestObjectBindsWhatItLeavesOut(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
+		e := newEnv(t, b, provider.Config{})
+		alice := e.user(t, "alice@example.com", "Alice")
+		if _, err := e.p.UpdateUser(context.Background(), alice.ID, provider.UserUpdate{
+			Profile: provider.ProfileChange{Nickname: ptr("ally")}}); err != nil {
+			t.Fatal(err)
+		}
+		key := newECKey(t, "k1")
+		jar := e.client(t, provider.ClientSpec{ID: "jar", FirstParty: true, JWKS: jwksOf(t, key), RequestObjectAlg: "ES256",
+			Scopes: []string{"openid", "profile", "email"}, Audience: []string{apiAudience}})
+		rp := e.relyingParty(t, jar, "openid", "profile")
+		br := e.browser(t)
+		rp.signIn(t, e, br, alice.Email)
+		audienceOf := func(t *testing.T, tok tokens) []string {
+			t.Helper()
+			at, err := e.p.VerifyAccessToken(context.Background(), tok.AccessToken)
+			if err != nil {
+				t.Fatalf("VerifyAccessToken: %v", err)
+			}
+			return at.Audience
+		}
+		// objectOf is a request object carrying ar's query but what changes removes.
+		objectOf := func(ar *authRequest, changes map[string]any) string {
+			claims := map[string]any{"iss": jar.ClientID, "aud": e.issuer, "exp": time.Now().Add(5 * time.Minute).Unix()}
+			for k, v := range ar.url.Query() {
+				claims[k] = v[0]
+			}
+			return signWith(t, key.alg, key.priv, key.kid, with(claims, changes))
+		}
+		nickname := `{"id_token":{"nickname":{"essential":true}}}`
+		// viaQuery sends the object in the query; viaPAR pushes it with the query's other
+		// parameters in the body beside it.
+		viaQuery := func(t *testing.T, ar *authRequest, object string) page {
+			ar.set("request", object)
+			return br.get(t, ar.String())
+		}
+		viaPAR := func(t *testing.T, ar *authRequest, object string) page {
+			form := ar.url.Query()
+			form.Set("request", object)
+			r := e.push(t, form, basicAuth(jar))
+			if r.status != http.StatusCreated {
+				t.Fatalf("push: got %s, want 201", r)
+			}
+			return br.get(t, e.parURL(jar.ClientID, r.body["request_uri"].(string)))
+		}
+		for _, via := range []struct {
+			name string
+			send func(t *testing.T, ar *authRequest, object string) page
+		}{{"query", viaQuery}, {"PAR", viaPAR}} {
+			t.Run(via.name, func(t *testing.T) {
+				t.Run("the query's nonce is not used", func(t *testing.T) {
+					ar := rp.start()
+					p := via.send(t, ar, objectOf(ar, map[string]any{"nonce": nil}))
+					ar.nonce = "" // exchange checks the ID token carries none
+					rp.exchange(t, ar, wantCode(t, e, ar, callback(t, p, rpRedirectURI)))
+				})
+				t.Run("the query's code_challenge is not used", func(t *testing.T) {
+					ar := rp.start()
+					object := objectOf(ar, map[string]any{"code_challenge": nil, "code_challenge_method": nil})
+					if via.name == "PAR" {
+						form := ar.url.Query()
+						form.Set("request", object)
+						wantOAuthError(t, e.push(t, form, basicAuth(jar)), http.StatusBadRequest, "invalid_request")
+						return
+					}
+					wantAuthError(t, e, ar, callback(t, via.send(t, ar, object), rpRedirectURI), "invalid_request")
+				})
+				t.Run("the query's claims are not used", func(t *testing.T) {
+					ar := rp.start(oauth2.SetAuthURLParam("claims", nickname))
+					p := via.send(t, ar, objectOf(ar, map[string]any{"claims": nil}))
+					if tok := rp.exchange(t, ar, wantCode(t, e, ar, callback(t, p, rpRedirectURI))); tok.claims["nickname"] != nil {
+						t.Errorf("ID token nickname: got %v, want none: only the query asked for it", tok.claims["nickname"])
+					}
+				})
+				t.Run("the query's scopes are not added to the object's", func(t *testing.T) {
+					ar := rp.start()
+					p := via.send(t, ar, objectOf(ar, map[string]any{"scope": "openid"}))
+					tok := rp.exchange(t, ar, wantCode(t, e, ar, callback(t, p, rpRedirectURI)))
+					if scope := tok.Extra("scope"); scope != "openid" || tok.claims["name"] != nil {
+						t.Errorf("granted scope %v, ID token name %v; want openid alone, as the object asks", scope, tok.claims["name"])
+					}
+				})
+				t.Run("the query's resource is not used", func(t *testing.T) {
+					ar := rp.start(oauth2.SetAuthURLParam("resource", apiAudience))
+					p := via.send(t, ar, objectOf(ar, map[string]any{"resource": nil}))
+					tok := rp.exchange(t, ar, wantCode(t, e, ar, callback(t, p, rpRedirectURI)))
+					if got := audienceOf(t, tok); slices.Contains(got, apiAudience) {
+						t.Errorf("access token aud: got %v, want no %s: only the query asked for it", got, apiAudience)
+					}
+				})
+				t.Run("the object's resource list is used", func(t *testing.T) {
+					ar := rp.start()
+					p := via.send(t, ar, objectOf(ar, map[string]any{"resource": []string{apiAudience}}))
+					tok := rp.exchange(t, ar, wantCode(t, e, ar, callback(t, p, rpRedirectURI)))
+					if got := audienceOf(t, tok); !slices.Contains(got, apiAudience) {
+						t.Errorf("access token aud: got %v, want %s, as the object asks", got, apiAudience)
+					}
+				})
+				t.Run("the object's own are used", func(t *testing.T) {
+					ar := rp.start(oauth2.SetAuthURLParam("claims", nickname))
+					object, nonce := objectOf(ar, nil), ar.nonce
+					ar.set("nonce", "query-nonce-"+randomString(8)).set("claims", "")
+					ar.nonce = nonce // exchange checks the ID token carries the object's
+					p := via.send(t, ar, object)
+					if tok := rp.exchange(t, ar, wantCode(t, e, ar, callback(t, p, rpRedirectURI))); tok.claims["nickname"] != "ally" {
+						t.Errorf("ID token nickname: got %v, want ally: the object asked for it", tok.claims["nickname"])
+					}
+				})
 			})
 		}
 	})

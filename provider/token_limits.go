@@ -2,9 +2,7 @@ package provider
 
 import (
 	"net/http"
-	"strconv"
 
-	"github.com/gatehouse-id/gatehouse/internal/httpjson"
 	"github.com/gatehouse-id/gatehouse/publicauth"
 )
 
@@ -30,12 +28,8 @@ func (p *Provider) failedRequestsLimited(next http.HandlerFunc) http.HandlerFunc
 			p.log.Log(ctx, publicauth.LimiterLogLevel(err), "rate limiter failed; request let through", "error", err)
 		}
 		if exceeded {
-			seconds, _ := publicauth.RetryAfterSeconds(&publicauth.RateLimitError{RetryAfter: retryAfter})
-			w.Header().Set("Retry-After", strconv.Itoa(seconds))
-			httpjson.Write(w, http.StatusTooManyRequests, map[string]string{
-				"error":             "slow_down",
-				"error_description": "Too many failed client authentications from this address; retry after the Retry-After delay.",
-			})
+			writeSlowDown(w, &publicauth.RateLimitError{RetryAfter: retryAfter},
+				"Too many failed client authentications from this address; retry after the Retry-After delay.")
 			return
 		}
 		rec := &statusRecorder{ResponseWriter: w}

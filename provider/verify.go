@@ -192,7 +192,7 @@ func (v *accessTokenVerifier) check(token string) (*verifiedToken, storage.Acces
 		Subject:        ref.Subject,
 		ClientID:       ref.ClientID,
 		Scopes:         strings.Fields(str("scope")),
-		Audience:       audienceOf(claims["aud"]),
+		Audience:       claimStrings(claims["aud"]),
 		IssuedAt:       time.Unix(iat, 0).UTC(),
 		ExpiresAt:      time.Unix(exp, 0).UTC(),
 		// A client_credentials token speaks for its client: sub is the client's id, and it
@@ -216,25 +216,6 @@ func intClaim(claims map[string]any, name string) (int64, bool) {
 	return 0, false
 }
 
-// audienceOf is an aud claim as a list: one string or an array of them.
-func audienceOf(aud any) []string {
-	switch a := aud.(type) {
-	case string:
-		return []string{a}
-	case []string:
-		return a
-	case []any:
-		out := make([]string, 0, len(a))
-		for _, v := range a {
-			if s, ok := v.(string); ok {
-				out = append(out, s)
-			}
-		}
-		return out
-	}
-	return nil
-}
-
 // accessTokenKey is the request context key of the *AccessToken RequireScopes accepted.
 type accessTokenKey struct{}
 
@@ -256,24 +237,53 @@ func AccessTokenFromContext(ctx context.Context) (*AccessToken, bool) {
 // refused proof, 403 insufficient_scope naming the required scopes, and 503
 // temporarily_unavailable with Retry-After when the database is unreachable.
 //
+// Client tokens pass it: a client_credentials token, which speaks for its client and no
+// user (AccessToken.UserBound false, Subject the client's id), carrying the scopes is let
+// through like a user's. A route that acts for a user (reads "my orders", changes a user's
+// data) should use RequireUser instead, so that a client's own token cannot reach it.
+//
 // RequireScopes does not look at the token's audience: any client's token with the scopes
 // passes. An API that clients reach with audience-restricted tokens (ClientSpec.Audience,
 // RFC 8707 resource indicators) should use RequireAudience, so a token issued for another
 // API is refused (RFC 9068 §4).
 func (p *Provider) RequireScopes(scopes ...string) func(http.Handler) http.Handler {
-	return p.require("", scopes)
+	return p.require(requirement{scopes: scopes})
+}
+
+// RequireUser is RequireScopes for a route that acts for a user: it also refuses a token
+// that speaks for no user, a client_credentials token, with 401 and the error code
+// insufficient_user_authentication (RFC 9470 §3: the token carries no authentication of a
+// user), so only a token the user's authorization produced (authorization code, device
+// code or their refresh) reaches the handler, whose AccessToken.Subject is then the
+// user's id.
+func (p *Provider) RequireUser(scopes ...string) func(http.Handler) http.Handler {
+	return p.require(requirement{scopes: scopes, user: true})
 }
 
 // RequireAudience is RequireScopes for an API identified by audience (a resource URI or a
 // client id, as ClientSpec.Audience names it): it also refuses, 401 invalid_token, a token
-// whose audience does not name it.
+// whose audience does not name it. Client tokens pass it, as they pass RequireScopes.
 func (p *Provider) RequireAudience(audience string, scopes ...string) func(http.Handler) http.Handler {
-	return p.require(audience, scopes)
+	return p.require(requirement{audience: audience, scopes: scopes})
 }
 
-// require is RequireScopes and RequireAudience; audience "" checks none.
-func (p *Provider) require(audience string, scopes []string) func(http.Handler) http.Handler {
-	scopes = slices.Clone(scopes) // the caller's slice may change later
+// requirement is what RequireScopes, RequireUser and RequireAudience demand of a token.
+type requirement struct {
+	// audience the token's aud must contain; "" checks none.
+	audience string
+	// scopes the token must all carry.
+	scopes []string
+	// user demands a user-bound token.
+	user bool
+}
+
+// errInsufficientUserAuthentication is RFC 9470 §3's error code: the token does not carry
+// the authentication of a user the resource requires.
+const errInsufficientUserAuthentication = "insufficient_user_authentication"
+
+// require is the middleware of want.
+func (p *Provider) require(want requirement) func(http.Handler) http.Handler {
+	scopes := slices.Clone(want.scopes) // the caller's slice may change later
 	required := strings.Join(scopes, " ")
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -281,8 +291,13 @@ func (p *Provider) require(audience string, scopes []string) func(http.Handler) 
 			if !ok {
 				return
 			}
-			if audience != "" && !slices.Contains(at.Audience, audience) {
+			if want.audience != "" && !slices.Contains(at.Audience, want.audience) {
 				p.bearerError(w, r, http.StatusUnauthorized, "invalid_token", "The access token was not issued for this resource.", "")
+				return
+			}
+			if want.user && !at.UserBound {
+				p.bearerError(w, r, http.StatusUnauthorized, errInsufficientUserAuthentication,
+					"This resource acts for a user: present a token issued with a user's authorization, not a client's own token.", "")
 				return
 			}
 			for _, s := range scopes {

@@ -172,3 +172,54 @@ func TestRequireScopes(t *testing.T) {
 		}
 	})
 }
+
+// TestRequireUser: RequireUser lets a user's token through and refuses a client's own
+// token carrying the same scope (401 insufficient_user_authentication, RFC 9470 §3), which
+// RequireScopes lets through.
+func TestRequireUser(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
+		e := newPermEnv(t, b, provider.Config{})
+		handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			at, _ := provider.AccessTokenFromContext(r.Context())
+			fmt.Fprintf(w, `{"sub":%q}`, at.Subject)
+		})
+		mux := http.NewServeMux()
+		mux.Handle("/user", e.p.RequireUser("profile")(handler))
+		mux.Handle("/any", e.p.RequireScopes("profile")(handler))
+		api := httptest.NewServer(mux)
+		t.Cleanup(api.Close)
+		alice := e.userToken(t, e.browser(t), e.app, e.alice.Email).AccessToken
+		client := e.clientToken(t, e.app, "profile")
+		realm := `Bearer realm="` + e.issuer + `"`
+		for _, c := range []struct {
+			name, path, token string
+			status            int
+			challenge, code   string
+		}{
+			{"a user's token for a user's route", "/user", alice, http.StatusOK, "", ""},
+			{"a client's token for a user's route", "/user", client, http.StatusUnauthorized,
+				realm + `, error="insufficient_user_authentication", error_description="This resource acts for a user: present a token issued with a user's authorization, not a client's own token."`,
+				"insufficient_user_authentication"},
+			{"a client's token where any token may go", "/any", client, http.StatusOK, "", ""},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				req, err := http.NewRequest(http.MethodGet, api.URL+c.path, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				bearer(c.token)(req)
+				r := e.send(t, req)
+				if r.status != c.status {
+					t.Fatalf("got %s, want %d", r, c.status)
+				}
+				if got := r.header.Get("WWW-Authenticate"); got != c.challenge {
+					t.Errorf("WWW-Authenticate: got %q, want %q", got, c.challenge)
+				}
+				if c.code != "" {
+					wantOAuthError(t, r, c.status, c.code)
+				}
+			})
+		}
+	})
+}

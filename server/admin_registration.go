@@ -12,6 +12,9 @@ func addDynamicRegistrationFlags(c *command, cfg *provider.Config) {
 	c.boolVar(&cfg.OpenRegistration, "open-registration", "GATEHOUSE_OPEN_REGISTRATION", false,
 		"anyone may register a client at /api/oauth/register without an initial access token\n"+
 			"      (default: only with a token from `gatehouse client registration-token create`)")
+	c.boolVar(&cfg.AllowRegisteredClientCredentials, "registration-client-credentials", "GATEHOUSE_REGISTRATION_CLIENT_CREDENTIALS", false,
+		"clients registering themselves at /api/oauth/register may register the client_credentials\n"+
+			"      grant (default: refused with invalid_client_metadata; operator-created clients may have it)")
 }
 
 // clientRegistrationTokenCreate issues an initial access token for dynamic client

@@ -5,31 +5,42 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-id/gatehouse/provider"
 	"github.com/gatehouse-id/gatehouse/storage/storagetest"
 )
 
-func TestOpenRegistrationFlag(t *testing.T) {
-	const env = "GATEHOUSE_OPEN_REGISTRATION"
-	for _, c := range []struct {
-		name string
-		args []string
-		env  map[string]string
-		want bool
+// TestDynamicRegistrationFlags: each boolean flag of dynamic client registration is off by
+// default and set by its variable, a bare flag, or the flag over the variable.
+func TestDynamicRegistrationFlags(t *testing.T) {
+	for _, f := range []struct {
+		flag, env string
+		get       func(provider.Config) bool
 	}{
-		{"default needs an initial access token", nil, nil, false},
-		{"env opens registration", nil, map[string]string{env: "true"}, true},
-		{"bare flag opens registration", []string{"--open-registration"}, nil, true},
-		{"flag overrides env", []string{"--open-registration=false"}, map[string]string{env: "true"}, false},
+		{"open-registration", "GATEHOUSE_OPEN_REGISTRATION", func(c provider.Config) bool { return c.OpenRegistration }},
+		{"registration-client-credentials", "GATEHOUSE_REGISTRATION_CLIENT_CREDENTIALS",
+			func(c provider.Config) bool { return c.AllowRegisteredClientCredentials }},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			_, cfg, err := parseServeConfig(c.args, envOf(c.env))
-			if err != nil {
-				t.Fatalf("parse: %v", err)
-			}
-			if got := cfg.Provider.OpenRegistration; got != c.want {
-				t.Errorf("OpenRegistration: got %v, want %v", got, c.want)
-			}
-		})
+		for _, c := range []struct {
+			name string
+			args []string
+			env  map[string]string
+			want bool
+		}{
+			{"off by default", nil, nil, false},
+			{"env sets it", nil, map[string]string{f.env: "true"}, true},
+			{"bare flag sets it", []string{"--" + f.flag}, nil, true},
+			{"flag overrides env", []string{"--" + f.flag + "=false"}, map[string]string{f.env: "true"}, false},
+		} {
+			t.Run(f.flag+"/"+c.name, func(t *testing.T) {
+				_, cfg, err := parseServeConfig(c.args, envOf(c.env))
+				if err != nil {
+					t.Fatalf("parse: %v", err)
+				}
+				if got := f.get(cfg.Provider); got != c.want {
+					t.Errorf("--%s: got %v, want %v", f.flag, got, c.want)
+				}
+			})
+		}
 	}
 }
 

@@ -103,6 +103,14 @@ func addPublicAuthFlags(c *command, cfg *provider.PublicAuthConfig) {
 		provider.RateLimit{Limit: provider.DefaultTokenErrorLimit, Window: provider.DefaultTokenErrorWindow},
 		"failed client authentications (wrong client secret) one IP may make at the token,\n"+
 			"      revocation and introspection endpoints before it must wait")
+	rateVar(c, &cfg.AuthorizeIPLimit, "authorize-ip-limit", "GATEHOUSE_AUTHORIZE_IP_LIMIT",
+		provider.RateLimit{Limit: provider.DefaultAuthorizeIPLimit, Window: provider.DefaultAuthorizeWindow},
+		"authorization requests one IP may leave waiting for the login or consent page, and\n"+
+			"      push to the PAR endpoint as a public client (each counted apart); over it 429")
+	rateVar(c, &cfg.AuthorizeClientLimit, "authorize-client-limit", "GATEHOUSE_AUTHORIZE_CLIENT_LIMIT",
+		provider.RateLimit{Limit: provider.DefaultAuthorizeClientLimit, Window: provider.DefaultAuthorizeWindow},
+		"authorization requests left waiting for the login or consent page for one client, and\n"+
+			"      pushed to the PAR endpoint by it (each counted apart); over it 429")
 }
 
 // rateVar registers a rate limit given as COUNT/DURATION ("100/1m") or "off".

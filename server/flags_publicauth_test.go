@@ -22,6 +22,8 @@ func TestPublicAuthFlags(t *testing.T) {
 		AccountMailLimit:      provider.RateLimit{Limit: 5, Window: 15 * time.Minute},
 		LockoutLimit:          provider.RateLimit{Limit: 10, Window: 15 * time.Minute},
 		TokenErrorLimit:       provider.RateLimit{Limit: 100, Window: time.Minute},
+		AuthorizeIPLimit:      provider.RateLimit{Limit: 100, Window: time.Minute},
+		AuthorizeClientLimit:  provider.RateLimit{Limit: 1000, Window: time.Minute},
 		RedisCoolDown:         5 * time.Second,
 		PasswordHasher:        "auto",
 	}
@@ -47,6 +49,7 @@ func TestPublicAuthFlags(t *testing.T) {
 				"--verification-ttl", "48h", "--password-reset-ttl", "30m",
 				"--magic-link-origins", "https://app.example.com,https://admin.example.com",
 				"--token-error-limit", "30/10m", "--redis-cool-down", "30s", "--password-hasher", "go",
+				"--authorize-ip-limit", "50/30s", "--authorize-client-limit", "off",
 			},
 			want: with(func(c *provider.PublicAuthConfig) {
 				c.SMTPURL, c.MailFrom, c.ServiceName = "smtp://mail.example.com:587", "Acme <no-reply@acme.example>", "Acme"
@@ -59,6 +62,8 @@ func TestPublicAuthFlags(t *testing.T) {
 				c.VerificationLifespan, c.PasswordResetLifespan = 48*time.Hour, 30*time.Minute
 				c.MagicLinkAllowedOrigins = []string{"https://app.example.com", "https://admin.example.com"}
 				c.TokenErrorLimit = provider.RateLimit{Limit: 30, Window: 10 * time.Minute}
+				c.AuthorizeIPLimit = provider.RateLimit{Limit: 50, Window: 30 * time.Second}
+				c.AuthorizeClientLimit = provider.RateLimit{Limit: -1, Window: time.Minute}
 				c.RedisCoolDown = 30 * time.Second
 				c.PasswordHasher = "go"
 			}),

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ory/fosite"
+	"gorm.io/gorm/clause"
 )
 
 // SetRefreshReuseGrace sets the refresh-token reuse grace window: a refresh token rotated
@@ -120,8 +121,27 @@ func (s *Store) RotateRefreshToken(ctx context.Context, requestID string, signat
 // (reuse). The token's family keeps one live token: the successor its first rotation
 // issued, whose answer the client never got, is deactivated, without grace of its own, and
 // the provider's rule on the grant revokes the access token issued with it.
+//
+// A rotation of that successor may run at the same time. On Postgres, at READ COMMITTED,
+// the UPDATE deactivating the family would wait for the successor's row lock and then skip
+// it, already inactive, while the token that rotation inserted is not in the statement's
+// snapshot: it would stay live beside this grant's new token, two chains in one family. So
+// the family's live tokens are locked first (SELECT … FOR UPDATE), which waits for any
+// rotation holding one of them to commit; the UPDATE, a statement of its own, then sees
+// the token that rotation inserted and deactivates it too. A rotation that comes after
+// waits for this transaction instead, and finds its token deactivated (reuse). SQLite's
+// transactions already hold the database's write lock (BEGIN IMMEDIATE).
 func (s *Store) rotateInGrace(ctx context.Context, m *refreshTokenModel) error {
 	db := s.conn(ctx)
+	if s.dialect == dialectPostgres {
+		var locked []string
+		err := db.Model(&refreshTokenModel{}).Clauses(clause.Locking{Strength: "UPDATE"}).
+			Where("request_id = ? AND active = ?", m.Request.RequestID, true).
+			Pluck("signature", &locked).Error
+		if err != nil {
+			return fmt.Errorf("storage: lock refresh token family: %w", err)
+		}
+	}
 	res := db.Model(&refreshTokenModel{}).
 		Where("signature = ? AND active = ? AND grace_used = ? AND rotated_at IS NOT NULL", m.Request.Signature, false, false).
 		Update("grace_used", true)

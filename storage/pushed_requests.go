@@ -65,11 +65,12 @@ func (s *Store) CreatePushedRequest(ctx context.Context, r *PushedRequest) error
 // and expiring after now, and returns it. It is one conditional delete: of concurrent
 // calls for one request exactly one gets it, and every other call, like a call for a
 // missing, expired or already consumed request, or one naming another client (which
-// leaves the request to its own client), gets ErrNotFound.
+// leaves a live request to its own client), gets ErrNotFound. An expired request it meets
+// is deleted all the same, by whichever client names it: the janitor need not wait for it.
 func (s *Store) ConsumePushedRequest(ctx context.Context, idHash, clientID string, now time.Time) (*PushedRequest, error) {
 	var rows []pushedRequestModel
 	err := scan(s.conn(ctx).Raw(s.sql(`DELETE FROM {pushed_requests}
-		WHERE id_hash = ? AND client_id = ? AND expires_at > ?
+		WHERE id_hash = ? AND (client_id = ? OR expires_at <= ?)
 		RETURNING id_hash, client_id, form, requested_at, expires_at`), idHash, clientID, utc(now)), &rows)
 	if err != nil {
 		return nil, fmt.Errorf("storage: consume pushed request: %w", err)
@@ -78,6 +79,9 @@ func (s *Store) ConsumePushedRequest(ctx context.Context, idHash, clientID strin
 		return nil, ErrNotFound
 	}
 	m := rows[0]
+	if m.ClientID != clientID || !timeUTC(m.ExpiresAt).After(now) {
+		return nil, ErrNotFound // expired: deleted, and of no use
+	}
 	return &PushedRequest{
 		IDHash:      m.IDHash,
 		ClientID:    m.ClientID,

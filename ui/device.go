@@ -70,7 +70,7 @@ func (u *UI) deviceConfirmPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	u.renderForm(w, r, http.StatusOK, "device_confirm", token, pr, &DeviceConfirmView{
-		UserCode: pr.UserCode, UserEmail: user.Email, Scopes: u.describeScopes(pr.Scopes)})
+		UserCode: pr.UserCode, UserEmail: user.Email, Scopes: u.describeScopes(pr.Scopes), ClientIdentity: pr.identity()})
 }
 
 // deviceConfirmSubmit passes the signed-in user's decision to the provider and tells the

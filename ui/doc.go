@@ -31,6 +31,8 @@
 //	login.html                            LoginView
 //	register.html                         RegisterView
 //	consent.html                          ConsentView
+//	device.html                           DeviceView
+//	device_confirm.html                   DeviceConfirmView
 //	pin.html                              PINView
 //	forgot_password.html                  ForgotPasswordView
 //	reset_password.html, confirm_password.html,
@@ -44,7 +46,10 @@
 //
 // Every view embeds Page (Title, and Base: the mount path, which every link, form action
 // and stylesheet of a template must begin with, as in action="{{.Base}}/login"); the forms'
-// views embed Form (CSRF, Request, ClientName, Error). A template that names a field its view lacks fails when the page renders. The
+// views embed Form (CSRF, Request, ClientName, Error); the consent and device confirmation
+// views also embed ClientIdentity (ClientUnverified, ClientHost), which a page should show
+// beside ClientName, since a self-registered client may take any name. A template that
+// names a field its view lacks fails when the page renders. The
 // response_mode=form_post page is built in and not replaceable: its one script must match
 // the hash its Content-Security-Policy allows. Config.ContentSecurityPolicy appends sources
 // (a company stylesheet's origin, say) to the pages' policy, never loosening the rest of it.

@@ -156,7 +156,8 @@ func (u *UI) consentPage(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, u.LoginPath(token), http.StatusSeeOther)
 		return
 	}
-	u.renderForm(w, r, http.StatusOK, "consent", token, pr, &ConsentView{UserEmail: user.Email, Scopes: u.describeScopes(pr.Scopes)})
+	u.renderForm(w, r, http.StatusOK, "consent", token, pr, &ConsentView{UserEmail: user.Email, Scopes: u.describeScopes(pr.Scopes),
+		ClientIdentity: pr.identity()})
 }
 
 // consentSubmit passes the user's decision to the provider: allow finishes the

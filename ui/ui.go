@@ -59,6 +59,14 @@ type Host interface {
 type PausedRequest struct {
 	// ClientName is the client's display name (its ID when it has none).
 	ClientName string
+	// ClientUnverified is true for a client that registered itself (dynamic client
+	// registration): nobody vouched for its name, which may imitate anyone's.
+	ClientUnverified bool
+	// ClientHost is the host the authorization's answer goes to (its redirect URI's), or,
+	// for a device authorization, the host of the client's first registered redirect URI;
+	// internationalized names as their A-label (xn--…), so a look-alike shows as what it
+	// is. "" when there is none.
+	ClientHost string
 	// LoginHint is the request's login_hint.
 	LoginHint string
 	// Scopes are the scopes the request asks for.
@@ -66,6 +74,11 @@ type PausedRequest struct {
 	// UserCode is, for a device authorization request, its user code as XXXX-XXXX; "" for
 	// an authorization request.
 	UserCode string
+}
+
+// identity is what the consent and device pages show of pr's client beside its name.
+func (pr *PausedRequest) identity() ClientIdentity {
+	return ClientIdentity{ClientUnverified: pr.ClientUnverified, ClientHost: pr.ClientHost}
 }
 
 // SocialLogins lists the login buttons of the enabled upstream providers; *social.Service

@@ -76,6 +76,21 @@ type ConsentView struct {
 	UserEmail string
 	// Scopes say, one sentence each, what the application asks to do.
 	Scopes []string
+	// ClientIdentity says how far ClientName can be trusted, and where the answer goes.
+	ClientIdentity
+}
+
+// ClientIdentity is what the consent and device pages show beside an application's name
+// so that a user can tell it from an impostor: names are chosen by whoever registers a
+// client, so a self-registered one may take any brand's.
+type ClientIdentity struct {
+	// ClientUnverified is true for an application that registered itself (dynamic client
+	// registration): its name is its own claim, and the page says so.
+	ClientUnverified bool
+	// ClientHost is the host the user returns to after allowing (the request's redirect
+	// URI; for a device, the host of the application's first registered redirect URI),
+	// an internationalized name as its A-label (xn--…); "" when there is none.
+	ClientHost string
 }
 
 // PINView is the data of pin.html, the second factor's form.
@@ -187,6 +202,8 @@ type DeviceConfirmView struct {
 	UserEmail string
 	// Scopes say, one sentence each, what the application asks to do.
 	Scopes []string
+	// ClientIdentity says how far ClientName can be trusted, and where it lives.
+	ClientIdentity
 }
 
 // pageViews are the hosted pages, each with its view and title: the names of the templates

@@ -39,7 +39,10 @@ import (
 // replica on which the 6th login from one IP is refused; the seconds until both replicas
 // serve the rotated key set; whether B sees A's permission revocation at once. The lockout
 // is raised (1000/min): the 16 flows sign one user in, and each login in flight counts
-// against the lockout until it succeeds.
+// against the lockout until it succeeds; the limit on one client's waiting authorization
+// requests is off, every flow using one client. The load cases below turn off the per-IP
+// limits on logins and waiting authorization requests too: their flows come from one
+// machine.
 // Must lose: nothing: 100% of the flows succeed, the limit is shared, both serve one key
 // set, the revoked grant is inactive on B. Bound: the load plus about 30s.
 func TestFaultReplicas(t *testing.T) {
@@ -48,7 +51,7 @@ func TestFaultReplicas(t *testing.T) {
 	fs := newFaultSetup(t, dsn)
 	issuer := "http://" + freeAddr(t) // the load balancer's address: no replica's own
 	flags := []string{"--redis-url", redisURL.String(), "--login-rate-limit", "5/1m", "--trusted-proxies", "127.0.0.1",
-		"--key-reload-interval", "1s", "--lockout", "1000/1m"}
+		"--key-reload-interval", "1s", "--lockout", "1000/1m", "--authorize-client-limit", "off"}
 	a := newReplica(t, fs.gh.bin, "replica A", issuer, dsn, flags...)
 	b := newReplica(t, fs.gh.bin, "replica B", issuer, dsn, flags...)
 	bases := []string{a.base(), b.base()}
@@ -218,7 +221,8 @@ func TestFaultSIGKILL(t *testing.T) {
 	dsn := faultPostgres(t)
 	fs := newFaultSetup(t, dsn)
 	issuer := "http://" + freeAddr(t)
-	flags := []string{"--refresh-reuse-grace", "30s", "--login-rate-limit", "off", "--lockout", "off"}
+	flags := []string{"--refresh-reuse-grace", "30s", "--login-rate-limit", "off", "--lockout", "off",
+		"--authorize-ip-limit", "off", "--authorize-client-limit", "off"}
 	reps := []*replica{
 		newReplica(t, fs.gh.bin, "replica A", issuer, dsn, flags...),
 		newReplica(t, fs.gh.bin, "replica B", issuer, dsn, flags...),
@@ -341,7 +345,8 @@ func TestFaultPostgresOutage(t *testing.T) {
 	u, _ := url.Parse(dsn)
 	proxy := cutproxy.Start(t, u.Host)
 	r := newReplica(t, fs.gh.bin, "server", "http://"+freeAddr(t), viaProxy(t, dsn, proxy),
-		"--login-rate-limit", "off", "--lockout", "off", "--refresh-reuse-grace", "30s")
+		"--login-rate-limit", "off", "--lockout", "off", "--refresh-reuse-grace", "30s",
+		"--authorize-ip-limit", "off", "--authorize-client-limit", "off")
 	d := newFlowDriver(fs, func() []string { return []string{r.base()} })
 	ctx := context.Background()
 	held := make([]*grant, 8) // one grant per worker, refreshed through every phase
@@ -456,7 +461,8 @@ func TestFaultRedisOutage(t *testing.T) {
 	viaRedis := *redisURL
 	viaRedis.Host = proxy.Addr()
 	r := newReplica(t, fs.gh.bin, "server", "http://"+freeAddr(t), dsn, "--redis-url", viaRedis.String(),
-		"--login-rate-limit", "5/1m", "--trusted-proxies", "127.0.0.1", "--lockout", "1000/1m", "--redis-cool-down", "1s")
+		"--login-rate-limit", "5/1m", "--trusted-proxies", "127.0.0.1", "--lockout", "1000/1m", "--redis-cool-down", "1s",
+		"--authorize-client-limit", "off")
 	d := newFlowDriver(fs, func() []string { return []string{r.base()} })
 	phase := func(length time.Duration) *loadResult {
 		ctx, cancel := context.WithTimeout(context.Background(), length)
@@ -763,6 +769,7 @@ func TestFaultSoak(t *testing.T) {
 	proxy := cutproxy.Start(t, u.Host)
 	issuer := "http://" + freeAddr(t)
 	flags := []string{"--login-rate-limit", "off", "--lockout", "off", "--janitor-interval", janitor.String(),
+		"--authorize-ip-limit", "off", "--authorize-client-limit", "off",
 		"--auth-code-ttl", ttl.String(), "--access-token-ttl", ttl.String(), "--id-token-ttl", ttl.String(),
 		"--refresh-token-ttl", ttl.String(), "--public-session-ttl", ttl.String(), "--login-request-ttl", ttl.String(),
 		"--security-event-retention", ttl.String()}

@@ -16,6 +16,7 @@ func parCases() []storageCase {
 		{"PushedRequestRoundTrip", testPushedRequestRoundTrip},
 		{"ConcurrentPushedRequestConsumption", testConcurrentPushedRequestConsumption},
 		{"PushedRequestsExpireAndDieWithTheirClient", testPushedRequestsExpire},
+		{"ExpiredPushedRequestDeletedWhenMet", testExpiredPushedRequestDeletedWhenMet},
 		{"ClientRequirePAR", testClientRequirePAR},
 	}
 }
@@ -29,7 +30,8 @@ func newPushedRequest(id, clientID string) *storage.PushedRequest {
 }
 
 // testPushedRequestRoundTrip: a pushed request is consumed once, by its own client, before
-// it expires; a consumption that fails leaves it in place.
+// it expires; a consumption by another client leaves it in place (at its expiry:
+// testExpiredPushedRequestDeletedWhenMet).
 func testPushedRequestRoundTrip(t *testing.T, s *storage.Store) {
 	ctx := context.Background()
 	mustCreateClient(t, s, "app")
@@ -45,7 +47,6 @@ func testPushedRequestRoundTrip(t *testing.T, s *storage.Store) {
 		now              time.Time
 	}{
 		{"by another client", "par-1", "other", t0},
-		{"at its expiry", "par-1", "app", t0.Add(time.Minute)},
 		{"of an unknown id", "par-x", "app", t0},
 	} {
 		_, err := s.ConsumePushedRequest(ctx, c.id, c.client, c.now)
@@ -111,6 +112,34 @@ func testPushedRequestsExpire(t *testing.T, s *storage.Store) {
 	checkErr(t, "ConsumePushedRequest of the deleted client's request", err, storage.ErrNotFound)
 	_, err = s.ConsumePushedRequest(ctx, "par-live", "app", before)
 	checkErr(t, "ConsumePushedRequest of the live request", err, nil)
+}
+
+// testExpiredPushedRequestDeletedWhenMet: consuming an expired pushed request, by its own
+// client or another, deletes it, so it does not wait for the janitor; a live request
+// named by another client stays.
+func testExpiredPushedRequestDeletedWhenMet(t *testing.T, s *storage.Store) {
+	ctx := context.Background()
+	mustCreateClient(t, s, "app")
+	mustCreateClient(t, s, "other")
+	for _, by := range []string{"app", "other"} {
+		id := "par-expired-by-" + by
+		mustNoErr(t, "CreatePushedRequest", s.CreatePushedRequest(ctx, newPushedRequest(id, "app")))
+		_, err := s.ConsumePushedRequest(ctx, id, by, t0.Add(time.Minute))
+		checkErr(t, "ConsumePushedRequest at its expiry by "+by, err, storage.ErrNotFound)
+		// As of long before its expiry, only deletion hides it.
+		_, err = s.ConsumePushedRequest(ctx, id, "app", t0)
+		checkErr(t, "ConsumePushedRequest after meeting it expired, by "+by, err, storage.ErrNotFound)
+	}
+	mustNoErr(t, "CreatePushedRequest live", s.CreatePushedRequest(ctx, newPushedRequest("par-live", "app")))
+	_, err := s.ConsumePushedRequest(ctx, "par-live", "other", t0)
+	checkErr(t, "ConsumePushedRequest of a live request by another client", err, storage.ErrNotFound)
+	_, err = s.ConsumePushedRequest(ctx, "par-live", "app", t0)
+	checkErr(t, "ConsumePushedRequest of the live request by its client", err, nil)
+	n, err := s.DeleteExpired(ctx, t0.Add(time.Hour), 0)
+	mustNoErr(t, "DeleteExpired", err)
+	if n != 0 {
+		t.Errorf("DeleteExpired after the expired requests were met: got %d rows deleted, want 0", n)
+	}
 }
 
 // testClientRequirePAR: the require-PAR mark is stored, read back and changed by

@@ -33,6 +33,7 @@ func Run(t *testing.T, open func(t *testing.T) *storage.Store) {
 		{"RefreshRotationAndFamilyRevocation", testRefreshRotation},
 		{"ConcurrentRefreshRotation", testConcurrentRefreshRotation},
 		{"RefreshReuseGrace", testRefreshReuseGrace},
+		{"RefreshReuseGraceRacesTheSuccessor", testRefreshReuseGraceRace},
 		{"ClientAssertionJTI", testClientAssertionJTI},
 		{"ConcurrentClientAssertionJTI", testConcurrentClientAssertionJTI},
 		{"ConsentUpsert", testConsentUpsert},
