@@ -174,8 +174,9 @@ func (p *Provider) tokenDPoP(ctx context.Context, w http.ResponseWriter, r *http
 // the token is bound to (its cnf.jkt). A bound token presented as Bearer is ErrDPoPRequired;
 // a bearer token presented with the DPoP scheme is ErrInvalidToken. Errors: ErrNoAccessToken,
 // ErrInvalidToken (ErrDPoPRequired among them), ErrUnavailable, and the dpop package's
-// (matching dpop.ErrInvalidProof or dpop.ErrUseNonce) for a refused proof. RequireScopes,
-// RequireAudience, userinfo and the permission routes verify with it.
+// (matching dpop.ErrInvalidProof or dpop.ErrUseNonce) for a refused proof. RequireScopes
+// and RequireAudience verify with it; userinfo and the permission routes with
+// verifyOwnRequest, which also checks the audience.
 func (p *Provider) VerifyRequest(r *http.Request) (*AccessToken, error) {
 	return p.verifyRequest(r, p.requestURL(r))
 }
