@@ -84,11 +84,15 @@ type Actor struct {
 	ID   string
 }
 
+// ClientGrantPrefix begins the Record.GrantedBy of a client-managed approval:
+// "client:<clientId>". Any other GrantedBy is an admin's user id.
+const ClientGrantPrefix = "client:"
+
 // grantedBy is what an approval by a stamps into Record.GrantedBy: the admin's user id, or
-// "client:<clientId>".
+// ClientGrantPrefix and the client id.
 func (a Actor) grantedBy() string {
 	if a.Kind == ActorClient {
-		return "client:" + a.ID
+		return ClientGrantPrefix + a.ID
 	}
 	return a.ID
 }

@@ -268,15 +268,7 @@ func TestRequireAudience(t *testing.T) {
 			}
 		})))
 		t.Cleanup(api.Close)
-		tokenFor := func(form url.Values) string {
-			form.Set("grant_type", "client_credentials")
-			form.Set("scope", "profile")
-			r := e.token(t, caller, form)
-			if r.status != http.StatusOK {
-				t.Fatalf("token: got %s, want 200", r)
-			}
-			return r.body["access_token"].(string)
-		}
+		tokenFor := func(form url.Values) string { return e.clientCredentials(t, caller, "profile", form) }
 		for _, c := range []struct {
 			name   string
 			token  string
@@ -306,4 +298,120 @@ func TestRequireAudience(t *testing.T) {
 			})
 		}
 	})
+}
+
+// TestOwnAPIsRequireTheirAudience: userinfo and the permission routes are Gatehouse's own
+// resources, so they accept only an access token whose audience names Gatehouse (the
+// issuer) or the token's own client. An ordinary token's audience is its client, and
+// passes; a token issued for another API (RFC 8707 resource) is refused there with 401
+// invalid_token, and still works at that API; a token asked for both passes.
+func TestOwnAPIsRequireTheirAudience(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
+		e := newEnv(t, b, provider.Config{})
+		const ordersAPI = "https://orders-api.example"
+		alice := e.user(t, "alice@example.com", "Alice Example")
+		shop := e.client(t, provider.ClientSpec{ID: "shop", FirstParty: true,
+			Scopes:     []string{"openid", "profile", "email", "offline_access", "manage_permissions"},
+			GrantTypes: []string{"authorization_code", "refresh_token", "client_credentials"},
+			Audience:   []string{ordersAPI, e.issuer}})
+		rp := e.relyingParty(t, shop)
+		br := e.browser(t)
+		userToken := func(resources ...string) string {
+			t.Helper()
+			ar := rp.start()
+			q := ar.url.Query()
+			q["resource"] = resources
+			ar.url.RawQuery = q.Encode()
+			p := br.get(t, ar.String())
+			if p.url.Path == "/login" {
+				p = br.login(t, p, alice.Email)
+			}
+			return rp.exchange(t, ar, wantCode(t, e, ar, callback(t, p, rpRedirectURI))).AccessToken
+		}
+		clientToken := func(form url.Values) string { return e.clientCredentials(t, shop, "manage_permissions", form) }
+		ordersOnly := userToken(ordersAPI)
+		wantAudience(t, e, ordersOnly, ordersAPI)
+		ordinary := userToken()
+		wantAudience(t, e, ordinary, shop.ClientID)
+		both := userToken(ordersAPI, e.issuer)
+		ordersClient := clientToken(url.Values{"resource": {ordersAPI}})
+		ordinaryClient := clientToken(url.Values{})
+
+		record := "/api/users/" + alice.ID + "/apps/shop/permissions"
+		requestAccess := "/api/users/" + alice.ID + "/apps/shop/request-access"
+		refused := func(t *testing.T, r jsonResponse) {
+			t.Helper()
+			if r.status != http.StatusUnauthorized {
+				t.Errorf("got %s, want 401", r)
+				return
+			}
+			if !strings.Contains(r.header.Get("WWW-Authenticate"), `error="invalid_token"`) {
+				t.Errorf("challenge %q, want invalid_token", r.header.Get("WWW-Authenticate"))
+			}
+		}
+		t.Run("a token for another API is refused", func(t *testing.T) {
+			refused(t, e.userinfo(t, ordersOnly))
+			refused(t, e.call(t, http.MethodGet, record, nil, bearer(ordersOnly)))
+			refused(t, e.call(t, http.MethodPost, requestAccess, nil, bearer(ordersOnly)))
+			put := jsonRequest(t, http.MethodPut, e.issuer+record, `{"status":"approved","role":"user"}`, ordersClient)
+			refused(t, e.send(t, put))
+		})
+		t.Run("the same token still opens its own API", func(t *testing.T) {
+			api := httptest.NewServer(e.p.RequireAudience(ordersAPI, "openid")(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
+			t.Cleanup(api.Close)
+			req, _ := http.NewRequest(http.MethodGet, api.URL, nil)
+			req.Header.Set("Authorization", "Bearer "+ordersOnly)
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode != http.StatusOK {
+				t.Errorf("orders API: got %d, want 200", res.StatusCode)
+			}
+		})
+		t.Run("tokens naming the client or Gatehouse are accepted", func(t *testing.T) {
+			for name, tok := range map[string]string{"ordinary": ordinary, "orders API and Gatehouse": both} {
+				if r := e.userinfo(t, tok); r.status != http.StatusOK || r.body["sub"] != alice.ID {
+					t.Errorf("userinfo with the %s token: got %s, want 200", name, r)
+				}
+			}
+			if r := e.call(t, http.MethodPost, requestAccess, nil, bearer(ordinary)); r.status != http.StatusCreated {
+				t.Errorf("request-access: got %s, want 201", r)
+			}
+			if r := e.call(t, http.MethodGet, record, nil, bearer(both)); r.status != http.StatusOK {
+				t.Errorf("GET permission: got %s, want 200", r)
+			}
+			put := jsonRequest(t, http.MethodPut, e.issuer+record, `{"status":"approved","role":"user"}`, ordinaryClient)
+			if r := e.send(t, put); r.status != http.StatusOK {
+				t.Errorf("PUT permission with the client's token: got %s, want 200", r)
+			}
+		})
+	})
+}
+
+// clientCredentials is the access token of a client_credentials request of c for scope,
+// with the other parameters of form (resource, audience).
+func (e *env) clientCredentials(t *testing.T, c provider.ClientInfo, scope string, form url.Values) string {
+	t.Helper()
+	form.Set("grant_type", "client_credentials")
+	form.Set("scope", scope)
+	r := e.token(t, c, form)
+	if r.status != http.StatusOK {
+		t.Fatalf("client_credentials for %s: got %s, want 200", c.ClientID, r)
+	}
+	return r.body["access_token"].(string)
+}
+
+// jsonRequest is a request with body as application/json and token as its Bearer token.
+func jsonRequest(t *testing.T, method, target, body, token string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(method, target, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	return req
 }

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -72,7 +73,7 @@ func (p *Provider) listSecurityEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	f := storage.SecurityEventFilter{Type: q.Get("type"), UserID: q.Get("userId"), ClientID: q.Get("clientId")}
-	p.writeEventPage(w, r, f, q)
+	p.writeEventPage(w, r, f, q, nil)
 }
 
 // listOwnSecurityEvents serves GET /api/public/me/events?type=&since=&until=&limit=&cursor=:
@@ -88,13 +89,77 @@ func (p *Provider) listOwnSecurityEvents(w http.ResponseWriter, r *http.Request)
 		return
 	}
 	q := r.URL.Query()
-	p.writeEventPage(w, r, storage.SecurityEventFilter{Type: q.Get("type"), UserID: u.ID}, q)
+	p.writeEventPage(w, r, storage.SecurityEventFilter{Type: q.Get("type"), UserID: u.ID}, q, func(v *eventView, e *storage.SecurityEvent) {
+		ownEventView(v, e, u.ID)
+	})
+}
+
+// ownEventView makes v, the view of e, what e's user userID may see in their own listing.
+// The address and user agent of the request behind e are shown only when the user made it
+// (causedBy); and an admin is never named to the user: a permission change keeps its
+// actorType but drops an admin's actorId, and any grantedBy naming an admin.
+func ownEventView(v *eventView, e *storage.SecurityEvent, userID string) {
+	if !causedBy(e, userID) {
+		v.IP, v.UserAgent = nil, ""
+	}
+	if e.Type != (*events.PermissionChanged)(nil).Name() {
+		return
+	}
+	var d map[string]json.RawMessage
+	if json.Unmarshal(v.Details, &d) != nil {
+		v.Details = json.RawMessage("{}")
+		return
+	}
+	var actorType string
+	_ = json.Unmarshal(d["actorType"], &actorType)
+	if actorType == permissions.ActorAdmin {
+		delete(d, "actorId")
+	}
+	for _, name := range []string{"before", "after"} {
+		var record map[string]json.RawMessage
+		if json.Unmarshal(d[name], &record) != nil || record == nil {
+			continue
+		}
+		var grantedBy string
+		_ = json.Unmarshal(record["grantedBy"], &grantedBy)
+		if grantedBy != "" && !strings.HasPrefix(grantedBy, permissions.ClientGrantPrefix) {
+			record["grantedBy"] = json.RawMessage(`""`)
+		}
+		d[name], _ = json.Marshal(record) // a map of raw JSON: cannot fail
+	}
+	v.Details, _ = json.Marshal(d)
+}
+
+// causedBy reports whether userID made the request behind e: a permission change whose
+// actor is the user (an access request), and every event of the user's own sign-ins,
+// registration, verification, password and consents. Not so a change an admin or an
+// application made, a client revoking its token, and grants revoked for what a client or
+// an admin did (a reused code or refresh token, a revoked permission, a disabled account).
+func causedBy(e *storage.SecurityEvent, userID string) bool {
+	switch e.Type {
+	case (*events.PermissionChanged)(nil).Name():
+		var d struct {
+			ActorType string `json:"actorType"`
+			ActorID   string `json:"actorId"`
+		}
+		return json.Unmarshal(e.Details, &d) == nil && d.ActorType == permissions.ActorUser && d.ActorID == userID
+	case (*events.TokenRevoked)(nil).Name():
+		return false
+	case (*events.FamilyRevoked)(nil).Name(), (*events.ConsentWithdrawn)(nil).Name():
+		switch e.Outcome {
+		case events.ReasonPasswordReset, events.ReasonPasswordAdded, events.ReasonEmailVerified:
+			return true
+		}
+		return false
+	}
+	return true
 }
 
 // writeEventPage checks the type, time and paging parameters of q, lists one page of the
 // events f (with those bounds) selects and writes it: {"events": […], "nextCursor": …|null}.
-// A bad parameter is a 400 in the JSON error shape naming it.
-func (p *Provider) writeEventPage(w http.ResponseWriter, r *http.Request, f storage.SecurityEventFilter, q url.Values) {
+// restrict, when not nil, changes each event's view for the reader. A bad parameter is a
+// 400 in the JSON error shape naming it.
+func (p *Provider) writeEventPage(w http.ResponseWriter, r *http.Request, f storage.SecurityEventFilter, q url.Values, restrict func(*eventView, *storage.SecurityEvent)) {
 	bad := func(msg string) { httpjson.WriteError(w, http.StatusBadRequest, msg) }
 	if f.Type != "" && (len(f.Type) > 64 || !eventTypePattern.MatchString(f.Type)) {
 		bad("type must be an event type such as login.failed, or a family such as login.*")
@@ -140,7 +205,11 @@ func (p *Provider) writeEventPage(w http.ResponseWriter, r *http.Request, f stor
 		page.NextCursor = &next
 	}
 	for _, e := range rs {
-		page.Events = append(page.Events, newEventView(e))
+		v := newEventView(e)
+		if restrict != nil {
+			restrict(&v, e)
+		}
+		page.Events = append(page.Events, v)
 	}
 	httpjson.Write(w, http.StatusOK, page)
 }

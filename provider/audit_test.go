@@ -368,3 +368,99 @@ func TestAuditTrailTruncatesAddresses(t *testing.T) {
 		}
 	})
 }
+
+// TestOwnEventsShowOnlyTheUsersRequests: GET /api/public/me/events shows the address and
+// user agent of a request, and the id of whoever made it, only for an event the user
+// caused. An admin's change to the user's permission, an application's, and a client
+// revoking its token are listed with who acted (actorType) but not the admin's or the
+// client's address, user agent or the admin's id; the admin listing keeps all of it.
+func TestOwnEventsShowOnlyTheUsersRequests(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
+		e := newPermEnv(t, b, provider.Config{})
+		admin := e.adminSession(t, e.admin.Email)
+		alice := e.publicSession(t, e.alice.Email)
+		as := func(userAgent string, auth func(*http.Request)) func(*http.Request) {
+			return func(r *http.Request) {
+				auth(r)
+				r.Header.Set("User-Agent", userAgent)
+			}
+		}
+		tok := e.userToken(t, e.browser(t), e.app, e.alice.Email)
+		path := "/api/users/" + e.alice.ID + "/apps/app"
+		for _, step := range []struct {
+			method, path, body string
+			auth               func(*http.Request)
+		}{
+			{http.MethodPost, path + "/request-access", "", as("alice-phone", bearer(tok.AccessToken))},
+			{http.MethodPut, adminRecordPath(e.alice.ID, "app"), `{"status":"approved","role":"user"}`, as("admin-console", admin)},
+			{http.MethodPut, path + "/permissions", `{"status":"approved","role":"admin"}`, as("shop-backend", bearer(e.clientToken(t, e.app, "manage_permissions")))},
+		} {
+			if r := e.sendJSON(t, step.method, step.path, step.body, step.auth); r.status/100 != 2 {
+				t.Fatalf("%s %s: got %s", step.method, step.path, r)
+			}
+		}
+		revoke := url.Values{"token": {tok.RefreshToken}}
+		if r := e.call(t, http.MethodPost, "/api/oauth/revoke", revoke, as("shop-backend", basicAuth(e.app))); r.status != http.StatusOK {
+			t.Fatalf("revoke: got %s", r)
+		}
+
+		// describe writes an event down as "type outcome ip "user agent"", and for a
+		// permission change "by <actorType> <actorId> granted by <grantedBy of after>",
+		// naming alice and the admin, "-" for what is absent.
+		names := map[string]string{"": "-", e.alice.ID: "alice", e.admin.ID: "root"}
+		name := func(id string) string {
+			if n, ok := names[id]; ok {
+				return n
+			}
+			return id
+		}
+		describe := func(ev auditEvent) string {
+			ip := "-"
+			if ev.IP != nil {
+				ip = *ev.IP
+			}
+			line := fmt.Sprintf("%s %s %s %q", ev.Type, name(ev.Outcome), ip, ev.UserAgent)
+			if ev.Type == "permission.changed" {
+				var d struct {
+					ActorType string `json:"actorType"`
+					ActorID   string `json:"actorId"`
+					After     struct {
+						GrantedBy string `json:"grantedBy"`
+					} `json:"after"`
+				}
+				_ = json.Unmarshal(ev.Details, &d)
+				line += fmt.Sprintf(" by %s %s granted by %s", d.ActorType, name(d.ActorID), name(d.After.GrantedBy))
+			}
+			return line
+		}
+		list := func(path string, auth func(*http.Request)) []string {
+			var lines []string
+			for _, ev := range e.listAudit(t, path, auth) {
+				if ev.Type == "permission.changed" || ev.Type == "token.revoked" {
+					lines = append(lines, describe(ev))
+				}
+			}
+			return lines
+		}
+
+		want := []string{
+			`permission.changed request-access 127.0.0.1 "alice-phone" by user alice granted by -`,
+			`permission.changed update - "" by admin - granted by -`,
+			`permission.changed update - "" by client app granted by client:app`,
+			`token.revoked - - ""`,
+		}
+		if got := list("/api/public/me/events", alice); !slices.Equal(got, want) {
+			t.Errorf("alice's own events:\n\t%s\nwant\n\t%s", strings.Join(got, "\n\t"), strings.Join(want, "\n\t"))
+		}
+		wantAdmin := []string{
+			`permission.changed request-access 127.0.0.1 "alice-phone" by user alice granted by -`,
+			`permission.changed update 127.0.0.1 "admin-console" by admin root granted by root`,
+			`permission.changed update 127.0.0.1 "shop-backend" by client app granted by client:app`,
+			`token.revoked - 127.0.0.1 "shop-backend"`,
+		}
+		if got := list("/api/admin/events?userId="+e.alice.ID, admin); !slices.Equal(got, wantAdmin) {
+			t.Errorf("the admin's listing:\n\t%s\nwant\n\t%s", strings.Join(got, "\n\t"), strings.Join(wantAdmin, "\n\t"))
+		}
+	})
+}

@@ -430,13 +430,14 @@ func (p *Provider) idTokenHintSubject(hint string) (string, error) {
 
 // authorizeError answers a failed authorization request. Without a verified redirect URI
 // (unknown client, unregistered redirect_uri) it shows an error page and never redirects;
-// otherwise it redirects (or form-posts) error, error_description, state and iss.
+// so it does for a self-registered client while the browser has no session (untrustedRedirect).
+// Otherwise it redirects (or form-posts) error, error_description, state and iss.
 func (p *Provider) authorizeError(w http.ResponseWriter, r *http.Request, ar fosite.AuthorizeRequester, err error) {
 	err = asTemporarilyUnavailable(err)
 	p.logServerError(r, "authorization request failed", err)
 	rfc := fosite.ErrorToRFC6749Error(err)
 	description := sanitizeDescription(rfc.GetDescription())
-	if ar == nil || !ar.IsRedirectURIValid() {
+	if ar == nil || !ar.IsRedirectURIValid() || p.untrustedRedirect(r, ar) {
 		status := rfc.CodeField
 		if status < 400 || status == http.StatusUnauthorized {
 			// An unknown client is fosite's 401 invalid_client, but a page has no
@@ -467,6 +468,21 @@ func (p *Provider) authorizeError(w http.ResponseWriter, r *http.Request, ar fos
 	redirect.RawQuery, redirect.Fragment = q.Encode(), ""
 	w.Header().Set("Location", redirect.String())
 	w.WriteHeader(http.StatusSeeOther)
+}
+
+// untrustedRedirect reports whether an error of ar must not be redirected to its
+// (registered) redirect URI: the client registered itself, and the browser has no
+// session. With open registration anyone can register any URI, and an authorization
+// request that fails at once would make the endpoint an open redirector (RFC 9700
+// §4.11.2); once the user has signed in, the redirect is theirs to expect. Clients the
+// operator created are trusted. A session that cannot be read counts as none.
+func (p *Provider) untrustedRedirect(r *http.Request, ar fosite.AuthorizeRequester) bool {
+	client, ok := ar.GetClient().(*storage.Client)
+	if !ok || !client.DynamicallyRegistered() {
+		return false
+	}
+	user, err := p.auth.SignedIn(r)
+	return err != nil || user == nil
 }
 
 // sanitizeDescription keeps error_description within RFC 6749's character set: no double

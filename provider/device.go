@@ -39,7 +39,9 @@ type DeviceConfig struct {
 	CodeLifespan time.Duration
 	// PollInterval is the least time the device must wait between two polls of the token
 	// endpoint (the answer's interval): default DefaultDevicePollInterval (5 seconds, RFC
-	// 8628 §3.2). A faster poll gets slow_down and lengthens the code's interval by 5 s.
+	// 8628 §3.2). A poll that arrives earlier than the interval, less a tolerance for
+	// network jitter (a fifth of it, at most a second: pollTolerance), gets slow_down and
+	// lengthens the code's interval by 5 s.
 	PollInterval time.Duration
 }
 
@@ -288,11 +290,11 @@ func (h *deviceGrantHandler) HandleTokenEndpointRequest(ctx context.Context, r f
 	case row.Status == storage.DeviceCodeDenied:
 		return errDeviceAccessDenied
 	case row.Status == storage.DeviceCodePending:
-		tooSoon, err := h.devices.PollDeviceCode(ctx, row, now)
+		slowDown, err := h.devices.PollDeviceCode(ctx, row, now, pollTooSoon(row.LastPolledAt, row.PollInterval, now))
 		if err != nil {
 			return fosite.ErrServerError.WithWrap(err)
 		}
-		if tooSoon {
+		if slowDown {
 			return errSlowDown
 		}
 		return errAuthorizationPending
@@ -322,6 +324,27 @@ func (h *deviceGrantHandler) HandleTokenEndpointRequest(ctx context.Context, r f
 		session.SetExpiresAt(fosite.RefreshToken, now.Add(lifespan).Round(time.Second))
 	}
 	return nil
+}
+
+// maxPollTolerance caps pollTolerance.
+const maxPollTolerance = time.Second
+
+// pollTolerance is how much earlier than interval after the previous poll a poll may
+// arrive and still count as on time: a fifth of the interval, at most a second (200 ms for
+// a 1 s interval, 1 s for the default 5 s). A device that waits the interval on a fixed
+// timer (golang.org/x/oauth2's DeviceAccessToken ticks) sees its polls arrive a few
+// milliseconds early whenever one request travels faster than the one before; RFC 8628
+// §3.5's slow_down is for devices that poll too often, not for that jitter, and each one
+// would add five seconds to every later wait.
+func pollTolerance(interval time.Duration) time.Duration {
+	return min(interval/5, maxPollTolerance)
+}
+
+// pollTooSoon reports whether a poll at now, of a device code last polled at last (nil
+// for the first poll) with the given interval, came too soon: earlier than interval minus
+// pollTolerance after the previous poll. A clock that went back counts as too soon.
+func pollTooSoon(last *time.Time, interval time.Duration, now time.Time) bool {
+	return last != nil && now.Sub(*last) < interval-pollTolerance(interval)
 }
 
 // revokeGrant revokes the refresh and access tokens of a grant whose device code was used

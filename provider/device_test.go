@@ -1,10 +1,15 @@
 package provider_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -284,6 +289,33 @@ func TestDeviceCodeGuessingIsRateLimited(t *testing.T) {
 	})
 }
 
+// deviceResult is what golang.org/x/oauth2's DeviceAccessToken returned.
+type deviceResult struct {
+	tok *oauth2.Token
+	err error
+}
+
+// startDevice runs a device as golang.org/x/oauth2 does for the device client tv: it asks
+// for codes with scopes, then polls with DeviceAccessToken in the background (through
+// pollCtx's HTTP client, or e's when pollCtx is ctx) until the result is sent on the
+// channel returned.
+func startDevice(t *testing.T, ctx, pollCtx context.Context, e *env, tv provider.ClientInfo, scopes ...string) (*oauth2.DeviceAuthResponse, <-chan deviceResult) {
+	t.Helper()
+	cfg := &oauth2.Config{ClientID: tv.ClientID, Scopes: scopes,
+		Endpoint: oauth2.Endpoint{DeviceAuthURL: e.issuer + "/api/oauth/device/code",
+			TokenURL: e.issuer + "/api/oauth/token", AuthStyle: oauth2.AuthStyleInParams}}
+	auth, err := cfg.DeviceAuth(ctx)
+	if err != nil {
+		t.Fatalf("DeviceAuth: %v", err)
+	}
+	polled := make(chan deviceResult, 1)
+	go func() {
+		tok, err := cfg.DeviceAccessToken(pollCtx, auth)
+		polled <- deviceResult{tok, err}
+	}()
+	return auth, polled
+}
+
 // TestDeviceFlowInChromium: golang.org/x/oauth2's device flow client polls while a real
 // browser opens verification_uri_complete, signs in on the hosted page and allows; the
 // client then holds tokens that work.
@@ -294,24 +326,9 @@ func TestDeviceFlowInChromium(t *testing.T) {
 		e := newEnv(t, b, provider.Config{Device: provider.DeviceConfig{PollInterval: time.Second}})
 		user := e.user(t, "chromium-tv@example.com", "TV Owner")
 		tv := deviceClient(t, e, "tv")
-		cfg := &oauth2.Config{ClientID: tv.ClientID, Scopes: []string{"openid", "email", "offline_access"},
-			Endpoint: oauth2.Endpoint{DeviceAuthURL: e.issuer + "/api/oauth/device/code",
-				TokenURL: e.issuer + "/api/oauth/token", AuthStyle: oauth2.AuthStyleInParams}}
 		ctx, cancel := context.WithTimeout(e.ctx, 60*time.Second)
 		defer cancel()
-		auth, err := cfg.DeviceAuth(ctx)
-		if err != nil {
-			t.Fatalf("DeviceAuth: %v", err)
-		}
-		type result struct {
-			tok *oauth2.Token
-			err error
-		}
-		polled := make(chan result, 1)
-		go func() {
-			tok, err := cfg.DeviceAccessToken(ctx, auth)
-			polled <- result{tok, err}
-		}()
+		auth, polled := startDevice(t, ctx, ctx, e, tv, "openid", "email", "offline_access")
 
 		runCtx, cancelRun := context.WithTimeout(browserCtx, 45*time.Second)
 		defer cancelRun()
@@ -353,6 +370,110 @@ func TestDeviceFlowInChromium(t *testing.T) {
 		}
 		if r := e.userinfo(t, res.tok.AccessToken); r.status != http.StatusOK || r.body["email"] != user.Email {
 			t.Errorf("userinfo: got %s", r)
+		}
+	})
+}
+
+// jitteryPolls is the network between a device and the provider: it delays every other
+// token request by delay, as a busy link does, so some polls arrive early by that much on
+// the device's fixed timer, and it records the error code of every token answer.
+type jitteryPolls struct {
+	delay time.Duration
+	// answered receives the error code of each answer that carries one.
+	answered chan string
+
+	mu    sync.Mutex
+	polls int
+	codes []string
+}
+
+func (j *jitteryPolls) RoundTrip(req *http.Request) (*http.Response, error) {
+	j.mu.Lock()
+	j.polls++
+	slow := j.polls%2 == 1
+	j.mu.Unlock()
+	if slow {
+		time.Sleep(j.delay)
+	}
+	res, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil || res.StatusCode == http.StatusOK {
+		return res, err
+	}
+	body, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	res.Body = io.NopCloser(bytes.NewReader(body))
+	var answer struct {
+		Error string `json:"error"`
+	}
+	_ = json.Unmarshal(body, &answer)
+	j.mu.Lock()
+	j.codes = append(j.codes, answer.Error)
+	j.mu.Unlock()
+	select {
+	case j.answered <- answer.Error:
+	case <-req.Context().Done():
+	}
+	return res, nil
+}
+
+func (j *jitteryPolls) answers() []string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return slices.Clone(j.codes)
+}
+
+// TestDeviceAccessTokenPollsWithoutDrift: golang.org/x/oauth2's DeviceAccessToken polls on
+// a fixed ticker, so with a little network jitter a poll arrives a few tens of milliseconds
+// before the interval has passed since the one before. Such a poll is on time, not a device
+// polling too fast: the device gets authorization_pending, never slow_down (which would add
+// five seconds to every later wait), and its tokens as soon as the user allows.
+func TestDeviceAccessTokenPollsWithoutDrift(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
+		e := newEnv(t, b, provider.Config{Device: provider.DeviceConfig{PollInterval: time.Second}})
+		user := e.user(t, "jitter-tv@example.com", "TV Owner")
+		tv := deviceClient(t, e, "tv")
+		ctx, cancel := context.WithTimeout(e.ctx, 60*time.Second)
+		defer cancel()
+		// Odd polls 60 ms late, even ones on time: every even poll comes 940 ms after the
+		// one before, well within the tolerance of a 1 s interval (200 ms).
+		network := &jitteryPolls{delay: 60 * time.Millisecond, answered: make(chan string, 16)}
+		pollCtx := context.WithValue(ctx, oauth2.HTTPClient, &http.Client{Transport: network, Timeout: 10 * time.Second})
+		auth, polled := startDevice(t, ctx, pollCtx, e, tv, "openid", "offline_access")
+		if auth.Interval != 1 {
+			t.Fatalf("interval: got %d, want 1", auth.Interval)
+		}
+
+		// Let the device poll four times (two of them early) before the user allows.
+		for range 4 {
+			select {
+			case code := <-network.answered:
+				if code != "authorization_pending" {
+					t.Fatalf("a poll was answered %s (answers %v), want authorization_pending", code, network.answers())
+				}
+			case res := <-polled:
+				t.Fatalf("DeviceAccessToken ended before the approval: %v (answers %v)", res.err, network.answers())
+			case <-ctx.Done():
+				t.Fatalf("no pending poll: %v (answers %v)", ctx.Err(), network.answers())
+			}
+		}
+		if done := e.browser(t).approveDevice(t, e, auth.UserCode, user.Email, "allow"); done.status != http.StatusOK {
+			t.Fatalf("allow: got %s", done)
+		}
+		res := <-polled
+		if res.err != nil {
+			t.Fatalf("DeviceAccessToken: %v (answers %v)", res.err, network.answers())
+		}
+		if res.tok.AccessToken == "" || res.tok.RefreshToken == "" {
+			t.Errorf("tokens: got %+v, want an access and a refresh token", res.tok)
+		}
+		for _, code := range network.answers() {
+			if code != "authorization_pending" {
+				t.Errorf("the device was answered %v; want only authorization_pending before its tokens", network.answers())
+				break
+			}
 		}
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -173,9 +174,36 @@ func (p *Provider) tokenDPoP(ctx context.Context, w http.ResponseWriter, r *http
 // the token is bound to (its cnf.jkt). A bound token presented as Bearer is ErrDPoPRequired;
 // a bearer token presented with the DPoP scheme is ErrInvalidToken. Errors: ErrNoAccessToken,
 // ErrInvalidToken (ErrDPoPRequired among them), ErrUnavailable, and the dpop package's
-// (matching dpop.ErrInvalidProof or dpop.ErrUseNonce) for a refused proof. RequireScopes,
-// RequireAudience, userinfo and the permission routes verify with it.
+// (matching dpop.ErrInvalidProof or dpop.ErrUseNonce) for a refused proof. RequireScopes
+// and RequireAudience verify with it; userinfo and the permission routes with
+// verifyOwnRequest, which also checks the audience.
 func (p *Provider) VerifyRequest(r *http.Request) (*AccessToken, error) {
+	return p.verifyRequest(r, p.requestURL(r))
+}
+
+// errForeignAudience refuses, at Gatehouse's own resources (verifyOwnRequest), a token
+// issued for another API.
+var errForeignAudience = fmt.Errorf("%w: its audience names neither Gatehouse nor its client", ErrInvalidToken)
+
+// verifyOwnRequest is VerifyRequest for Gatehouse's own resources, userinfo and the
+// permission routes, which r reaches through the provider's router: its path is relative
+// to the mount path, the issuer's path. The DPoP proof's htu must be the issuer's URL plus
+// that path, the URL the client called (RFC 9449 §4.3). The token's audience must name the
+// issuer or the token's own client (the audience of every token asked for no other), so a
+// token issued for another API (RFC 8707) is errForeignAudience (RFC 9068 §4).
+func (p *Provider) verifyOwnRequest(r *http.Request) (*AccessToken, error) {
+	at, err := p.verifyRequest(r, p.cfg.Issuer+r.URL.EscapedPath())
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Contains(at.Audience, p.cfg.Issuer) && !slices.Contains(at.Audience, at.ClientID) {
+		return nil, errForeignAudience
+	}
+	return at, nil
+}
+
+// verifyRequest is VerifyRequest with htu the URL a DPoP proof must be made for.
+func (p *Provider) verifyRequest(r *http.Request, htu string) (*AccessToken, error) {
 	cred := bearer.FromRequest(r)
 	if cred.Token == "" {
 		return nil, ErrNoAccessToken
@@ -191,7 +219,7 @@ func (p *Provider) VerifyRequest(r *http.Request) (*AccessToken, error) {
 		return at, nil
 	}
 	proof, err := p.dpop.Verify(r.Context(), dpop.Request{
-		Proofs: r.Header.Values("DPoP"), Method: r.Method, URL: p.requestURL(r), AccessToken: cred.Token,
+		Proofs: r.Header.Values("DPoP"), Method: r.Method, URL: htu, AccessToken: cred.Token,
 	})
 	if err != nil {
 		return nil, err
@@ -202,9 +230,9 @@ func (p *Provider) VerifyRequest(r *http.Request) (*AccessToken, error) {
 	return at, nil
 }
 
-// requestURL is r's URI as the client addressed it: the issuer's scheme and host with r's
-// path. The provider is mounted at the issuer's path with the path as requested
-// (Config.Issuer), so the path is the client's.
+// requestURL is r's URI as the client addressed it, for an API of the embedder's own
+// (RequireScopes): the issuer's scheme and host with r's path as the embedder's mux saw it.
+// The provider's own routes see the path after the mount path, and use verifyOwnRequest.
 func (p *Provider) requestURL(r *http.Request) string {
 	u, _ := url.Parse(p.cfg.Issuer) // withDefaults checked it
 	return u.Scheme + "://" + u.Host + r.URL.EscapedPath()
@@ -234,6 +262,8 @@ func (p *Provider) refusal(r *http.Request, err error) tokenRefusal {
 		return p.challenge(bearer.SchemeDPoP, http.StatusUnauthorized, dpop.CodeUseNonce, "Resource server requires nonce in DPoP proof.", "")
 	case errors.Is(err, dpop.ErrInvalidProof):
 		return p.challenge(bearer.SchemeDPoP, http.StatusUnauthorized, dpop.CodeInvalidProof, "The DPoP proof is invalid.", "")
+	case errors.Is(err, errForeignAudience):
+		return p.challenge(scheme, http.StatusUnauthorized, "invalid_token", "The access token was not issued for this resource.", "")
 	case errors.Is(err, ErrDPoPRequired):
 		return p.challenge(bearer.SchemeDPoP, http.StatusUnauthorized, "invalid_token", "The access token is DPoP-bound: present it with the DPoP scheme and a proof.", "")
 	}

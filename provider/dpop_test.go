@@ -423,3 +423,74 @@ func TestDPoPAcrossReplicas(t *testing.T) {
 		}
 	})
 }
+
+// TestDPoPUnderMountPath: a provider mounted under the issuer's path (/auth) checks a DPoP
+// proof's htu against the URL the client called, the issuer's URL plus the endpoint's path:
+// a proof for /auth/api/oauth/userinfo opens userinfo, and one for the path without the
+// mount (what the provider's router sees once the prefix is stripped) is refused, at the
+// token endpoint, userinfo and the permission routes alike. An API of the embedder's own,
+// guarded by RequireScopes, still checks the path it was called at.
+func TestDPoPUnderMountPath(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
+		e := newEnvAt(t, b.Open(t), mountPath, func(string) provider.Config { return provider.Config{} })
+		origin := strings.TrimSuffix(e.issuer, mountPath)
+		alice := e.user(t, "alice@example.com", "Alice Example")
+		spa := e.client(t, provider.ClientSpec{ID: "spa", Public: true, FirstParty: true})
+		key := newDPoPKey(t)
+		rp := e.relyingParty(t, spa)
+
+		ar, code := authorizationCode(t, e, rp, alice.Email)
+		stripped := e.call(t, http.MethodPost, "/api/oauth/token", codeForm(spa, ar, code),
+			withDPoP("", "", key.proof(t, http.MethodPost, origin+"/api/oauth/token", "", ""), nil))
+		wantOAuthError(t, stripped, http.StatusBadRequest, dpop.CodeInvalidProof)
+		ar, code = authorizationCode(t, e, rp, alice.Email)
+		r := e.call(t, http.MethodPost, "/api/oauth/token", codeForm(spa, ar, code),
+			withDPoP("", "", key.proof(t, http.MethodPost, e.issuer+"/api/oauth/token", "", ""), nil))
+		if r.status != http.StatusOK || r.body["token_type"] != "DPoP" {
+			t.Fatalf("code exchange with a proof for %s/api/oauth/token: got %s, want 200 DPoP", e.issuer, r)
+		}
+		at := r.body["access_token"].(string)
+
+		for _, route := range []struct {
+			name, path string
+			// status is the answer with a proof for the mounted path.
+			status int
+		}{
+			{"userinfo", "/api/oauth/userinfo", http.StatusOK},
+			{"permission record", "/api/users/" + alice.ID + "/apps/spa/permissions", http.StatusNotFound}, // no record yet
+		} {
+			t.Run(route.name, func(t *testing.T) {
+				r := e.call(t, http.MethodGet, route.path, nil, withDPoP("DPoP", at, key.proof(t, http.MethodGet, e.issuer+route.path, at, ""), nil))
+				if r.status != route.status {
+					t.Errorf("proof for %s%s: got %s, want %d", e.issuer, route.path, r, route.status)
+				}
+				r = e.call(t, http.MethodGet, route.path, nil, withDPoP("DPoP", at, key.proof(t, http.MethodGet, origin+route.path, at, ""), nil))
+				if r.status != http.StatusUnauthorized {
+					t.Errorf("proof for %s%s, without the mount path: got %s, want 401", origin, route.path, r)
+				}
+				wantChallenge(t, r, "DPoP", dpop.CodeInvalidProof)
+			})
+		}
+
+		t.Run("an API of the embedder checks its own path", func(t *testing.T) {
+			api := httptest.NewServer(e.p.RequireScopes("openid")(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
+			t.Cleanup(api.Close)
+			for _, c := range []struct {
+				htu    string
+				status int
+			}{{origin + "/orders", http.StatusOK}, {e.issuer + "/orders", http.StatusUnauthorized}} {
+				req, _ := http.NewRequest(http.MethodGet, api.URL+"/orders", nil)
+				withDPoP("DPoP", at, key.proof(t, http.MethodGet, c.htu, at, ""), nil)(req)
+				res, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				res.Body.Close()
+				if res.StatusCode != c.status {
+					t.Errorf("proof for %s: got %d, want %d", c.htu, res.StatusCode, c.status)
+				}
+			}
+		})
+	})
+}

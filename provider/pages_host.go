@@ -210,5 +210,10 @@ func (h uiHost) DecideConsent(w http.ResponseWriter, r *http.Request, token stri
 
 // Logout implements ui.Host.
 func (h uiHost) Logout(w http.ResponseWriter, r *http.Request, form url.Values) {
-	h.p.endSessionAndLeave(w, r, h.p.logoutRequest(r.Context(), form))
+	user, err := h.p.auth.SignedIn(r)
+	if err != nil {
+		h.p.ui.Error(w, r, err)
+		return
+	}
+	h.p.endSessionAndLeave(w, r, h.p.logoutRequest(r.Context(), form), user != nil)
 }

@@ -32,12 +32,14 @@ var (
 	_ permissions.Directory = permissionSeams{}
 )
 
-// Validate checks the access token of r with Provider.VerifyRequest: a bearer token, or a
-// DPoP-bound one with its proof. A token refused in the DPoP scheme, a refused proof and a
-// bound token presented as Bearer are a *permissions.TokenError carrying DPoP's challenge
-// (RFC 9449 §7.1); any other refused token is permissions.ErrInvalidToken.
+// Validate checks the access token of r as a token for Gatehouse's own resources
+// (verifyOwnRequest): a bearer token, or a DPoP-bound one with its proof for the route's
+// URL under the issuer, whose audience names Gatehouse or its client. A token refused in
+// the DPoP scheme, a refused proof and a bound token presented as Bearer are a
+// *permissions.TokenError carrying DPoP's challenge (RFC 9449 §7.1); any other refused
+// token (one issued for another API among them) is permissions.ErrInvalidToken.
 func (s permissionSeams) Validate(r *http.Request) (permissions.TokenInfo, error) {
-	at, err := s.p.VerifyRequest(r)
+	at, err := s.p.verifyOwnRequest(r)
 	switch {
 	case errors.Is(err, ErrNoAccessToken):
 		return permissions.TokenInfo{}, permissions.ErrNoCredentials

@@ -363,10 +363,12 @@ func (p *Provider) writeRegistrationError(w http.ResponseWriter, r *http.Request
 // exists.
 var errInvalidToken = &registrationError{http.StatusUnauthorized, "invalid_token", "the access token is missing, expired or not valid here"}
 
-// decodeMetadata reads r's JSON body into clientMetadata.
+// decodeMetadata reads r's JSON body into clientMetadata. Unlike every other JSON body of
+// Gatehouse, unknown members are ignored, not refused: RFC 7591 §2 says the server MUST
+// ignore client metadata it does not understand (and RFC 7592 §2.2 the same of an update).
 func decodeMetadata(w http.ResponseWriter, r *http.Request) (clientMetadata, error) {
 	var m clientMetadata
-	err := httpjson.Decode(w, r, &m, maxRegistrationBytes, func(field, reason string) error {
+	err := httpjson.DecodeIgnoringUnknown(w, r, &m, maxRegistrationBytes, func(field, reason string) error {
 		return metadataError("%s %s", field, reason)
 	})
 	return m, err

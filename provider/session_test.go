@@ -318,7 +318,7 @@ func wantLoggedOut(t *testing.T, e *env, rp *relyingParty, br *browser, p page, 
 func sessionAlive(t *testing.T, e *env, rp *relyingParty, br *browser) bool {
 	t.Helper()
 	ar := rp.start(oauth2.SetAuthURLParam("prompt", "none"))
-	return callback(t, br.get(t, ar.String()), rpRedirectURI).Get("code") != ""
+	return callback(t, br.get(t, ar.String()), rp.config.RedirectURL).Get("code") != ""
 }
 
 // unsignedJWT is an alg "none" token with claims: what an attacker can forge.

@@ -173,8 +173,9 @@ func (h *revocationHandler) RevokeToken(ctx context.Context, token string, use f
 // 500).
 func (p *Provider) userinfo(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	at, ok := p.bearerToken(w, r)
-	if !ok {
+	at, err := p.verifyOwnRequest(r)
+	if err != nil {
+		writeRefusal(w, p.refusal(r, err))
 		return
 	}
 	if !at.UserBound {

@@ -185,10 +185,21 @@ func TestRegister(t *testing.T) {
 			})
 		}
 
-		t.Run("201 with a charset parameter and unknown fields", func(t *testing.T) {
+		t.Run("201 with a charset parameter", func(t *testing.T) {
 			e := newEnv(t, b, publicauth.Config{})
 			res := e.do(t, http.MethodPost, "/api/public/register", "application/json; charset=utf-8",
+				`{"email":"bob@example.com","password":"correct horse","name":"Bob"}`)
+			wantStatus(t, res, http.StatusCreated)
+		})
+
+		t.Run("400 naming an unknown field, and no account", func(t *testing.T) {
+			e := newEnv(t, b, publicauth.Config{})
+			res := e.do(t, http.MethodPost, "/api/public/register", "application/json",
 				`{"email":"bob@example.com","password":"correct horse","name":"Bob","plan":"gold"}`)
+			wantStatus(t, res, http.StatusBadRequest)
+			wantBody(t, res, `{"error":"Bad Request","message":"unknown field \"plan\""}`)
+			res = e.do(t, http.MethodPost, "/api/public/register", "application/json",
+				`{"email":"bob@example.com","password":"correct horse","name":"Bob"}`)
 			wantStatus(t, res, http.StatusCreated)
 		})
 	})

@@ -128,13 +128,14 @@ func (s *Store) takeDeviceCode(ctx context.Context, where string, args ...any) (
 }
 
 // PollDeviceCode records a poll at now of the pending device code d (as read by
-// DeviceCodeByHash) and reports whether it came too soon: within d.PollInterval of the
-// previous poll, or racing another poll of the same code. A poll too soon lengthens the
-// interval by five seconds (RFC 8628 §3.5 slow_down). The update is conditional on the
-// previous poll time d holds, so of two concurrent polls one is too soon.
-func (s *Store) PollDeviceCode(ctx context.Context, d *DeviceCode, now time.Time) (tooSoon bool, err error) {
+// DeviceCodeByHash). tooSoon is the caller's judgment that the poll came before d's interval
+// had passed since the previous one (d.LastPolledAt): such a poll lengthens the interval
+// by five seconds (RFC 8628 §3.5 slow_down). It reports whether the device must slow
+// down: tooSoon, or the poll raced another poll of the same code. The update is
+// conditional on the previous poll time d holds, so of two concurrent polls one slows
+// down.
+func (s *Store) PollDeviceCode(ctx context.Context, d *DeviceCode, now time.Time, tooSoon bool) (slowDown bool, err error) {
 	now = utc(now)
-	tooSoon = d.LastPolledAt != nil && now.Sub(*d.LastPolledAt) < d.PollInterval
 	interval := int64(d.PollInterval / time.Second)
 	if tooSoon {
 		interval += 5

@@ -20,6 +20,13 @@ type ClientRegistration struct {
 	LogoURI, PolicyURI, TOSURI string
 }
 
+// DynamicallyRegistered reports whether the client registered itself (RFC 7591), as
+// opposed to being created by the operator (CLI, Go API): only a self-registered client
+// holds a registration access token. Gatehouse trusts such a client's URLs less: its
+// redirect and post-logout URIs are not followed before the user has signed in or
+// confirmed (RFC 9700 §4.11.2).
+func (r ClientRegistration) DynamicallyRegistered() bool { return r.RegistrationTokenHash != "" }
+
 // RegistrationToken is an initial access token (RFC 7591 §3): what an admin issues to let
 // one or more clients register themselves.
 type RegistrationToken struct {

@@ -178,6 +178,26 @@ func (s *Store) DeleteSession(ctx context.Context, idHash string) error {
 	})
 }
 
+// EndSessionBySID ends the public session whose public id (Session.SID, an ID token's
+// sid) is sid, if it is the user's and has not expired at now, as DeleteSession ends one
+// (back-channel logout messages, its tokens revoked, all in one transaction), and reports
+// whether it ended one. RP-initiated logout calls it for an id_token_hint that arrives
+// without the browser's cookie (a relying party's back-end logout): no other caller may
+// name a session by its public id, which its ID tokens carry.
+func (s *Store) EndSessionBySID(ctx context.Context, sid, userID string, now time.Time) (bool, error) {
+	if sid == "" {
+		return false, nil
+	}
+	var n int64
+	err := s.inTx(ctx, func(tx *gorm.DB) error {
+		var err error
+		n, err = s.endSessions(tx, 0, "sid = ? AND user_id = ? AND kind = ? AND expires_at > ?",
+			sid, userID, publicauth.SessionPublic, utc(now))
+		return err
+	})
+	return n > 0, err
+}
+
 // DeleteUserSessions ends every session of the user, as DeleteSession ends one.
 func (s *Store) DeleteUserSessions(ctx context.Context, userID string) error {
 	return s.inTx(ctx, func(tx *gorm.DB) error {

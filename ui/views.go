@@ -122,8 +122,16 @@ type LogoutView struct {
 	Page
 	// CSRF is the token the form must send back in its csrf_token field.
 	CSRF string
-	// UserEmail is the signed-in user's email.
+	// UserEmail is the signed-in user's email; "" when the browser has no session, and the
+	// page only asks whether to go on to ReturnHost (a self-registered client's
+	// post-logout URI is not followed unasked).
 	UserEmail string
+	// SignedOut is true when the request already ended a session, the one its
+	// id_token_hint names, before asking.
+	SignedOut bool
+	// ReturnHost is the host of the registered post_logout_redirect_uri the form leads to,
+	// shown so the user sees where they go; "" when it leads to the logged-out page.
+	ReturnHost string
 	// Action is the path the form posts to.
 	Action string
 	// Fields are the logout request's parameters, which the form carries as hidden fields.
@@ -156,6 +164,10 @@ type ErrorView struct {
 // LoggedOutView is the data of logged_out.html.
 type LoggedOutView struct {
 	Page
+	// SignedOut is whether the logout ended a session. False when there was none to end
+	// (no session cookie, and no unexpired id_token_hint of a live session): the page
+	// must not say the user was signed out.
+	SignedOut bool
 }
 
 // formPostView is the data of the built-in response_mode=form_post page.

@@ -35,11 +35,11 @@ func TestEveryTemplateRendersFromItsView(t *testing.T) {
 		"confirm_password": &LinkFormView{Form: form, Token: "link-token"},
 		"magic_login":      &LinkFormView{Form: form, Token: "link-token"},
 		"verify_email":     &LinkFormView{Form: form, Token: "link-token"},
-		"logout":           &LogoutView{Page: form.Page, CSRF: "csrf", UserEmail: "ann@example.com", Action: LogoutPath, Fields: fields},
+		"logout":           &LogoutView{Page: form.Page, CSRF: "csrf", UserEmail: "ann@example.com", SignedOut: true, ReturnHost: "app.example", Action: LogoutPath, Fields: fields},
 		"signed_in":        &SignedInView{Page: form.Page, UserEmail: "ann@example.com"},
 		"notice":           &NoticeView{Page: form.Page, Message: "Check your email.", LinkURL: "/login", LinkText: "Sign in"},
 		"error":            &ErrorView{Page: form.Page, Message: "Please try again in a moment."},
-		"logged_out":       &LoggedOutView{Page: form.Page},
+		"logged_out":       &LoggedOutView{Page: form.Page, SignedOut: true},
 		"account":          &AccountView{Form: form, UserEmail: "ann@example.com", Fields: AccountFields{Name: "Ann", Formatted: "1 Main St\nTown"}, PhoneNumberVerified: true, Saved: true},
 	}
 	for name, pv := range pageViews {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strings"
 )
 
 // ErrorBody is the application error shape (DESIGN §4): the HTTP status text and a message
@@ -53,11 +54,28 @@ type RequestError struct {
 func (e *RequestError) Error() string { return e.Message }
 
 // Decode reads r's body into dst. The body must be declared application/json (else 415), be
-// at most maxBytes long (else 413) and hold exactly one JSON object (else 400); unknown
-// fields are ignored. It returns a *RequestError, or for a field of the wrong JSON type what
-// fieldError makes of the field's dotted path and the reason ("must be a JSON string"): each
-// domain package names such a field in its own input error.
+// at most maxBytes long (else 413) and hold exactly one JSON object (else 400) whose every
+// member, nested ones included, is a field of dst: an unknown member is a 400 naming it
+// (`unknown field "given_name"`), so a misspelt field is never silently dropped. It returns
+// a *RequestError, or for a field of the wrong JSON type what fieldError makes of the
+// field's dotted path and the reason ("must be a JSON string"): each domain package names
+// such a field in its own input error.
 func Decode(w http.ResponseWriter, r *http.Request, dst any, maxBytes int64, fieldError func(field, reason string) error) error {
+	return decode(w, r, dst, maxBytes, fieldError, false)
+}
+
+// DecodeIgnoringUnknown is Decode for a body whose unknown members must be ignored: RFC
+// 7591 §2 client metadata ("the authorization server MUST ignore any client metadata
+// sent by the client that it does not understand"). Every other JSON body uses Decode.
+func DecodeIgnoringUnknown(w http.ResponseWriter, r *http.Request, dst any, maxBytes int64, fieldError func(field, reason string) error) error {
+	return decode(w, r, dst, maxBytes, fieldError, true)
+}
+
+// unknownFieldPrefix begins encoding/json's error for a member dst has no field for
+// (Decoder.DisallowUnknownFields); it has no error type of its own.
+const unknownFieldPrefix = "json: unknown field "
+
+func decode(w http.ResponseWriter, r *http.Request, dst any, maxBytes int64, fieldError func(field, reason string) error, ignoreUnknown bool) error {
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		return &RequestError{http.StatusUnsupportedMediaType, "Content-Type must be application/json"}
 	}
@@ -87,16 +105,23 @@ func Decode(w http.ResponseWriter, r *http.Request, dst any, maxBytes int64, fie
 	if value[0] != '{' {
 		return &RequestError{http.StatusBadRequest, "request body must be a JSON object"}
 	}
+	fields := json.NewDecoder(bytes.NewReader(value))
+	if !ignoreUnknown {
+		fields.DisallowUnknownFields()
+	}
 	var typeErr *json.UnmarshalTypeError
-	switch err := json.Unmarshal(value, dst); {
+	switch err := fields.Decode(dst); {
+	case err == nil:
+		return nil
 	case errors.As(err, &typeErr) && typeErr.Field != "":
 		return fieldError(typeErr.Field, "must be a JSON "+typeErr.Type.String())
 	case errors.As(err, &typeErr):
 		return &RequestError{http.StatusBadRequest, "request body must be a JSON object"}
-	case err != nil:
+	case strings.HasPrefix(err.Error(), unknownFieldPrefix):
+		return &RequestError{http.StatusBadRequest, "unknown field " + strings.TrimPrefix(err.Error(), unknownFieldPrefix)}
+	default:
 		return &RequestError{http.StatusBadRequest, "request body is not valid JSON"}
 	}
-	return nil
 }
 
 // Unavailable reports whether err says the store cannot reach its database; the store marks

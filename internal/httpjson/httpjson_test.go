@@ -52,7 +52,9 @@ func TestDecode(t *testing.T) {
 		wantStatus              int
 		wantBody                string
 	}{
-		{"an object", "application/json", `{"name":"a","inner":{"count":2},"other":1}`, 204, ""},
+		{"an object", "application/json", `{"name":"a","inner":{"count":2}}`, 204, ""},
+		{"an unknown field", "application/json", `{"name":"a","given_name":"b"}`, 400, `{"error":"Bad Request","message":"unknown field \"given_name\""}`},
+		{"an unknown nested field", "application/json", `{"inner":{"count":2,"total":3}}`, 400, `{"error":"Bad Request","message":"unknown field \"total\""}`},
 		{"with a charset", "application/json; charset=utf-8", ` {"name":"a"} `, 204, ""},
 		{"text/plain", "text/plain", `{}`, 415, `{"error":"Unsupported Media Type","message":"Content-Type must be application/json"}`},
 		{"too long", "application/json", `{"name":"` + strings.Repeat("x", 64) + `"}`, 413, `{"error":"Request Entity Too Large","message":"request body must be at most 64 bytes"}`},
@@ -83,6 +85,41 @@ func TestDecode(t *testing.T) {
 						t.Errorf("%s = %q, want %q", name, got, want)
 					}
 				}
+			}
+		})
+	}
+}
+
+// TestDecodeIgnoringUnknown: RFC 7591 client metadata keep their unknown members out of
+// the way instead of refusing them; every other fault is Decode's.
+func TestDecodeIgnoringUnknown(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		wantErr    string
+	}{
+		{"unknown members are ignored", `{"name":"a","software_statement_x":1,"inner":{"count":2,"total":3}}`, ""},
+		{"a field of the wrong type is still refused", `{"name":5,"other":1}`, "name must be a JSON string"},
+		{"an array is still refused", `[]`, "request body must be a JSON object"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodPost, "/api/oauth/register", strings.NewReader(tc.body))
+			r.Header.Set("Content-Type", "application/json")
+			var dst struct {
+				Name  string `json:"name"`
+				Inner struct {
+					Count int `json:"count"`
+				} `json:"inner"`
+			}
+			err := httpjson.DecodeIgnoringUnknown(httptest.NewRecorder(), r, &dst, 1<<10, func(field, reason string) error { return &fieldError{field, reason} })
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if got != tc.wantErr {
+				t.Fatalf("got error %q, want %q", got, tc.wantErr)
+			}
+			if tc.wantErr == "" && (dst.Name != "a" || dst.Inner.Count != 2) {
+				t.Errorf("decoded %+v, want name a and count 2", dst)
 			}
 		})
 	}

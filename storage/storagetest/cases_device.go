@@ -24,8 +24,8 @@ func newDeviceCode(hash, userCode string, now time.Time) *storage.DeviceCode {
 		Form: "scope=openid", RequestedAt: now, ExpiresAt: now.Add(10 * time.Minute), PollInterval: 5 * time.Second}
 }
 
-// testDeviceCodeLifecycle: a code is found by its user code while pending, polls faster
-// than the interval are told apart and lengthen it, the first decision is the only one,
+// testDeviceCodeLifecycle: a code is found by its user code while pending, polls judged
+// too soon lengthen the interval and a racing poll slows down, the first decision is the only one,
 // and a taken user code conflicts.
 func testDeviceCodeLifecycle(t *testing.T, s *storage.Store) {
 	ctx := context.Background()
@@ -43,6 +43,8 @@ func testDeviceCodeLifecycle(t *testing.T, s *storage.Store) {
 		t.Errorf("PendingDeviceCode after expiry: got %v, want ErrNotFound", err)
 	}
 
+	// The caller judges whether a poll came too soon; the store records it and lengthens
+	// the interval of a poll too soon.
 	for _, step := range []struct {
 		at       time.Duration
 		tooSoon  bool
@@ -50,26 +52,31 @@ func testDeviceCodeLifecycle(t *testing.T, s *storage.Store) {
 	}{
 		{0, false, 5 * time.Second},                 // the first poll
 		{2 * time.Second, true, 10 * time.Second},   // too soon: slow_down, +5 s
-		{8 * time.Second, true, 15 * time.Second},   // 6 s < 10 s
-		{30 * time.Second, false, 15 * time.Second}, // 22 s ≥ 15 s
+		{8 * time.Second, true, 15 * time.Second},   // too soon again
+		{30 * time.Second, false, 15 * time.Second}, // on time
 	} {
 		d, err := s.DeviceCodeByHash(ctx, "h1")
 		mustNoErr(t, "DeviceCodeByHash", err)
-		tooSoon, err := s.PollDeviceCode(ctx, d, now.Add(step.at))
+		slowDown, err := s.PollDeviceCode(ctx, d, now.Add(step.at), step.tooSoon)
 		mustNoErr(t, "PollDeviceCode", err)
-		if tooSoon != step.tooSoon || d.PollInterval != step.interval {
-			t.Errorf("poll at +%v: too soon %v with interval %v, want %v with %v", step.at, tooSoon, d.PollInterval, step.tooSoon, step.interval)
+		if slowDown != step.tooSoon || d.PollInterval != step.interval || !d.LastPolledAt.Equal(now.Add(step.at)) {
+			t.Errorf("poll at +%v: slow down %v with interval %v, last poll %v; want %v with %v at %v", step.at, slowDown,
+				d.PollInterval, d.LastPolledAt, step.tooSoon, step.interval, now.Add(step.at))
+		}
+		if stored, err := s.DeviceCodeByHash(ctx, "h1"); err != nil || stored.PollInterval != step.interval {
+			t.Errorf("poll at +%v: stored interval %v, %v; want %v", step.at, stored.PollInterval, err, step.interval)
 		}
 	}
-	// A poll that read the row before another poll wrote it loses: it is too soon.
+	// A poll that read the row before another poll wrote it loses: it slows down, on time
+	// or not.
 	stale, err := s.DeviceCodeByHash(ctx, "h1")
 	mustNoErr(t, "DeviceCodeByHash", err)
 	fresh := *stale
-	if _, err := s.PollDeviceCode(ctx, &fresh, now.Add(time.Minute)); err != nil {
+	if _, err := s.PollDeviceCode(ctx, &fresh, now.Add(time.Minute), false); err != nil {
 		t.Fatal(err)
 	}
-	if tooSoon, err := s.PollDeviceCode(ctx, stale, now.Add(time.Minute)); err != nil || !tooSoon {
-		t.Errorf("racing poll: too soon %v, %v; want true", tooSoon, err)
+	if slowDown, err := s.PollDeviceCode(ctx, stale, now.Add(time.Minute), false); err != nil || !slowDown {
+		t.Errorf("racing poll: slow down %v, %v; want true", slowDown, err)
 	}
 
 	mustNoErr(t, "DecideDeviceCode", s.DecideDeviceCode(ctx, "h1", true, "user-1", `{"subject":"user-1"}`, now.Add(time.Minute)))

@@ -55,6 +55,7 @@ func Run(t *testing.T, open func(t *testing.T) *storage.Store) {
 	cases = append(cases, profileCases()...)
 	cases = append(cases, parCases()...)
 	cases = append(cases, backchannelCases()...)
+	cases = append(cases, sessionCases()...)
 	cases = append(cases, securityEventCases()...)
 	cases = append(cases, registrationCases()...)
 	cases = append(cases, mailCases()...)
