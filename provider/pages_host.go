@@ -111,7 +111,7 @@ func (h uiHost) PausedRequest(ctx context.Context, token string) (ui.PausedReque
 		redirect = client.RedirectURIs[0]
 	}
 	return ui.PausedRequest{ClientName: name, LoginHint: form.Get("login_hint"), Scopes: strings.Fields(form.Get("scope")),
-		UserCode: userCode, ClientUnverified: client.RegistrationTokenHash != "", ClientHost: displayHost(redirect)}, nil
+		UserCode: userCode, ClientUnverified: client.DynamicallyRegistered(), ClientHost: displayHost(redirect)}, nil
 }
 
 // displayHost is the host of the URI raw as a page shows it: an internationalized name as

@@ -135,7 +135,7 @@ func checkClientRegistration(c *storage.Client) []error {
 			errs = append(errs, fmt.Errorf("%s %q must be an absolute https URL without user info or fragment", u.name, u.value))
 		}
 	}
-	if c.RegistrationTokenHash != "" && (c.FirstParty || c.ResourceServer) {
+	if c.DynamicallyRegistered() && (c.FirstParty || c.ResourceServer) {
 		errs = append(errs, errors.New("a dynamically registered client cannot be first-party or a resource server"))
 	}
 	return errs

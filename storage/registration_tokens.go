@@ -103,7 +103,3 @@ func (s *Store) SetClientRegistrationToken(ctx context.Context, id, hash string)
 	}
 	return s.afterClientWrite(ctx, id)
 }
-
-// DynamicallyRegistered reports whether the client registered itself (RFC 7591): it holds a
-// registration access token, which a client an admin created never has.
-func (c *Client) DynamicallyRegistered() bool { return c.RegistrationTokenHash != "" }
