@@ -105,10 +105,10 @@ type PublicAuthConfig struct {
 	// wait.
 	PasswordHashQueue int
 	// PasswordHasher says who computes the argon2id password hashes:
-	// publicauth.PasswordHasherAuto (default: the native AVX2 fill when the build and CPU
-	// allow it, else Go's golang.org/x/crypto/argon2; New logs which and why),
-	// publicauth.PasswordHasherNative (New fails without it) or publicauth.PasswordHasherGo. See
-	// publicauth.Config.PasswordHasher.
+	// publicauth.PasswordHasherAuto (default: Go's golang.org/x/crypto/argon2; the native
+	// AVX2 fill only in a binary built with the build tag gatehouse_native_argon2 whose CPU
+	// can run it; New logs which and why), publicauth.PasswordHasherNative (New fails without
+	// it) or publicauth.PasswordHasherGo. See publicauth.Config.PasswordHasher.
 	PasswordHasher string
 }
 

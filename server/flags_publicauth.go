@@ -97,8 +97,9 @@ func addPublicAuthFlags(c *command, cfg *provider.PublicAuthConfig) {
 		})
 	c.oneOfVar(&cfg.PasswordHasher, "password-hasher", "GATEHOUSE_PASSWORD_HASHER", publicauth.DefaultPasswordHasher,
 		[]string{publicauth.PasswordHasherAuto, publicauth.PasswordHasherNative, publicauth.PasswordHasherGo},
-		"who computes argon2id password hashes: auto (the native AVX2 fill when the CPU has AVX2,\n"+
-			"      else Go's x/crypto/argon2), native (refuse to start without it) or go; same hashes either way")
+		"who computes argon2id password hashes: auto (Go's x/crypto/argon2; the native AVX2 fill\n"+
+			"      only in a build with -tags gatehouse_native_argon2 on a CPU with AVX2), native (refuse\n"+
+			"      to start without it) or go; same hashes either way")
 	rateVar(c, &cfg.TokenErrorLimit, "token-error-limit", "GATEHOUSE_TOKEN_ERROR_LIMIT",
 		provider.RateLimit{Limit: provider.DefaultTokenErrorLimit, Window: provider.DefaultTokenErrorWindow},
 		"failed client authentications (wrong client secret) one IP may make at the token,\n"+
