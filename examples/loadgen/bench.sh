@@ -10,6 +10,8 @@
 #   BENCH_CONCURRENCY=16    concurrent clients
 #   BENCH_WARMUP=1s         unmeasured warm-up per operation
 #   BENCH_RUNS="pg-ES256 pg-RS256 sqlite-ES256 sqlite-RS256 node"   what to run
+#   BENCH_OPS               the operations to measure, comma-separated (loadgen run -ops;
+#                           default all), e.g. BENCH_OPS=login for password login alone
 #   BENCH_POSTGRES_DSN      server where a fresh database is created per run and dropped
 #                           afterwards (default $GATEHOUSE_TEST_POSTGRES_DSN, else
 #                           postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable)
@@ -34,6 +36,8 @@ seconds=${BENCH_SECONDS:-5}
 concurrency=${BENCH_CONCURRENCY:-16}
 warmup=${BENCH_WARMUP:-1s}
 runs=${BENCH_RUNS:-pg-ES256 pg-RS256 sqlite-ES256 sqlite-RS256 node}
+ops=()
+if [ -n "${BENCH_OPS:-}" ]; then ops=(-ops "$BENCH_OPS"); fi
 pg_base=${BENCH_POSTGRES_DSN:-${GATEHOUSE_TEST_POSTGRES_DSN:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}}
 profile_op=${BENCH_PROFILE_OP:-client_credentials}
 # Go's soft memory limit for the Gatehouse servers (README, "Performance"): the garbage of
@@ -140,7 +144,7 @@ gatehouse_run() {
 		-client-id rp -client-secret "$rp_secret" -es256-client-id rp-es256 -es256-client-secret "$rp_secret" \
 		-cc-client-id svc -cc-client-secret "$svc_secret" -cc-scope api -redirect-uri "$redirect_uri" \
 		-login-url "$base/api/public/login" -session-url "$base/api/public/session" -email "$email" -password "$password" \
-		"${profile[@]}" -out "$work/$name.json" || { tail -20 "$work/$name.log" >&2; exit 1; }
+		"${profile[@]}" "${ops[@]}" -out "$work/$name.json" || { tail -20 "$work/$name.log" >&2; exit 1; }
 	stop_server
 	results+=("$work/$name.json")
 	if [ ${#profile[@]} -gt 0 ]; then
@@ -167,7 +171,7 @@ node_run() {
 		-cc-client-id svc -cc-client-secret "$svc_secret" -cc-scope api -redirect-uri "$redirect_uri" \
 		-scope "openid profile email offline_access api" -introspect-token refresh \
 		-skip "userinfo=its JWT access tokens are for the resource server; its userinfo takes only opaque ones" \
-		-out "$work/node.json" || { tail -20 "$work/node.log" >&2; exit 1; }
+		"${ops[@]}" -out "$work/node.json" || { tail -20 "$work/node.log" >&2; exit 1; }
 	stop_server
 	results+=("$work/node.json")
 }
