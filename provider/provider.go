@@ -18,7 +18,6 @@ import (
 	"github.com/gatehouse-id/gatehouse/dpop"
 	"github.com/gatehouse-id/gatehouse/events"
 	"github.com/gatehouse-id/gatehouse/internal/mountpath"
-	"github.com/gatehouse-id/gatehouse/internal/rsasign"
 	"github.com/gatehouse-id/gatehouse/permissions"
 	"github.com/gatehouse-id/gatehouse/publicauth"
 	"github.com/gatehouse-id/gatehouse/social"
@@ -132,13 +131,8 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 		return fail(err)
 	}
 	p.events = o.emitter(p.store)
-	rsaEngine, err := rsasign.Open(rsasign.Options{Backend: rsasign.Backend(cfg.RSASigner)})
-	if err != nil {
-		return fail(fmt.Errorf("provider: RSA signer: %w", err))
-	}
-	o.logger.Info("RS256 signatures", "backend", rsaEngine.Backend(), "configured", cfg.RSASigner, "detail", rsaEngine.Reason())
 	p.keys = &keySet{
-		store: p.store, events: p.events, sealer: seal, random: o.random, now: o.now, log: o.logger, rsa: rsaEngine,
+		store: p.store, events: p.events, sealer: seal, random: o.random, now: o.now, log: o.logger, external: o.keySource,
 		// Every replica publishes a rotated key before any signs with it: one reload
 		// interval, plus slack for a reload that runs late.
 		activation: keyActivation(cfg),

@@ -103,9 +103,10 @@ func serveCommand() (c *command, resolve func() (Config, error)) {
 	c.durationVar(&pc.LoginRequestLifespan, "login-request-ttl", "GATEHOUSE_LOGIN_REQUEST_TTL", provider.DefaultLoginRequestLifespan, "time a user has to log in and consent during an authorization request")
 	c.oneOfVar(&pc.AccessTokenAlg, "access-token-alg", "GATEHOUSE_ACCESS_TOKEN_ALG", provider.DefaultAccessTokenAlg,
 		[]string{provider.AlgRS256, provider.AlgES256, provider.AlgEdDSA}, "access token signing algorithm: RS256, ES256 or EdDSA")
-	c.oneOfVar(&pc.RSASigner, "rsa-signer", "GATEHOUSE_RSA_SIGNER", provider.DefaultRSASigner,
-		[]string{provider.RSASignerAuto, provider.RSASignerOpenSSL, provider.RSASignerGo},
-		"who computes RS256 signatures: auto (OpenSSL's libcrypto when it loads, else Go's crypto/rsa), openssl (refuse to start without it) or go")
+	c.add("rsa-signer", "auto|go", "GATEHOUSE_RSA_SIGNER", "auto",
+		"kept so that existing settings still start: RS256 is signed with Go's crypto/rsa;\n"+
+			"      auto and go are accepted and change nothing, openssl is refused",
+		checkRSASigner)
 	c.boolVar(&pc.AllowConfidentialWithoutPKCE, "allow-confidential-without-pkce", "GATEHOUSE_ALLOW_CONFIDENTIAL_WITHOUT_PKCE", false,
 		"let confidential clients omit PKCE (public clients always need it)")
 	c.boolVar(&pc.DPoP.RequireNonce, "dpop-require-nonce", "GATEHOUSE_DPOP_REQUIRE_NONCE", false,
@@ -175,4 +176,19 @@ func parseServeConfig(args []string, lookupEnv func(string) (string, bool)) (*co
 	}
 	cfg, err := resolve()
 	return c, cfg, err
+}
+
+// checkRSASigner accepts the values --rsa-signer took when it chose between OpenSSL and Go's
+// crypto/rsa, so that a deployment's settings still start: auto and go now mean crypto/rsa,
+// which signs every RS256 signature; openssl, which the server no longer links, is refused
+// with the way to sign elsewhere.
+func checkRSASigner(v string) error {
+	switch strings.ToLower(v) {
+	case "auto", "go":
+		return nil
+	case "openssl":
+		return errors.New("OpenSSL is no longer linked: RS256 is signed with Go's crypto/rsa (remove the setting); " +
+			"to sign with OpenSSL, a KMS or an HSM, embed the provider and pass provider.WithSigner")
+	}
+	return errors.New("want auto or go")
 }

@@ -18,6 +18,8 @@
 #   BENCH_JSON              where the JSON report goes (default a new file in $TMPDIR)
 #   BENCH_GOMEMLIMIT=76MiB  Go's soft memory limit for the Gatehouse servers ("off": none)
 #   BENCH_LDFLAGS=-linkmode=internal   go build -ldflags of the Gatehouse server
+#   BENCH_TAGS              go build -tags of the Gatehouse server (gatehouse_native_argon2:
+#                           the opt-in native argon2id fill)
 #   BENCH_PROFILE=1         capture a CPU profile (BENCH_PROFILE_SECONDS=10) of Gatehouse on
 #                           Postgres with ES256 during BENCH_PROFILE_OP (client_credentials)
 #                           through --debug-addr, and print the head of `go tool pprof -top`
@@ -47,11 +49,14 @@ gomemlimit=${BENCH_GOMEMLIMIT:-76MiB}
 # the token endpoints grow toward the limit before a collection, instead of doubling.
 gogc=${BENCH_GOGC:-off}
 profile_seconds=${BENCH_PROFILE_SECONDS:-10}
-# How the Gatehouse server is linked. The cgo binding to OpenSSL (internal/rsasign) makes go
-# link externally by default, and that binary keeps about 14 MiB more of itself resident
-# than the internally linked one (README, "Performance"); internal linking works for it and
-# is what `make server` builds. BENCH_LDFLAGS= measures the default build instead.
+# How the Gatehouse server is linked, as `make server` links it. The default build has no cgo
+# of ours and links internally anyway; a build with BENCH_TAGS=gatehouse_native_argon2 (the
+# opt-in native argon2id fill, cgo) would otherwise link externally, and that binary keeps
+# about 14 MiB more of itself resident (README, "Performance"). BENCH_LDFLAGS= measures the
+# go tool's choice instead.
 ldflags=${BENCH_LDFLAGS--linkmode=internal}
+# Build tags of the Gatehouse server: gatehouse_native_argon2 measures the native fill.
+tags=${BENCH_TAGS:-}
 json=${BENCH_JSON:-${TMPDIR:-/tmp}/gatehouse-bench-$(date -u +%Y%m%dT%H%M%SZ).json}
 node_version=9.13.3 # oidc-provider, pinned: the comparison must not move under us
 redirect_uri=http://127.0.0.1:9/callback # never called: the driver reads the code from the redirect
@@ -103,7 +108,7 @@ pg_database() {
 	dsn="${prefix%/*}/$1${pg_base#"$prefix"}"
 }
 
-go build -ldflags="$ldflags" -o "$work/gatehouse" ./examples/server
+go build -tags="$tags" -ldflags="$ldflags" -o "$work/gatehouse" ./examples/server
 go build -o "$work/loadgen" ./examples/loadgen
 secret=$(random_hex)
 rp_secret=$(random_hex)
