@@ -213,6 +213,8 @@ type options struct {
 	tracer trace.TracerProvider // WithTracerProvider; nil: no tracing
 	// keySource is WithSigner's; nil: every key is the database's.
 	keySource KeySource
+	// limiter is WithLimiter's; nil: counts in memory.
+	limiter Limiter
 	accountOptions
 }
 

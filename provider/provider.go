@@ -55,10 +55,9 @@ type Provider struct {
 	claims func(context.Context, ClaimsRequest) (map[string]any, error)
 	// router serves every endpoint under the mount path (routes).
 	router http.Handler
-	// limiter counts attempts for every rate limit; closeLimiter releases its Redis
-	// connection, if any.
-	limiter      publicauth.Limiter
-	closeLimiter func() error
+	// limiter counts attempts for every rate limit: WithLimiter's, which the caller
+	// closes, or one in memory.
+	limiter publicauth.Limiter
 	// stats counts what Stats reports and no event does.
 	stats *opsCounters
 	// tracer is the WithTracerProvider, nil when tracing is off; outbound HTTP clients are
@@ -112,9 +111,6 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 		if p.auth != nil {
 			p.auth.Close()
 		}
-		if p.closeLimiter != nil {
-			_ = p.closeLimiter()
-		}
 		if p.ownStore {
 			_ = p.store.Close()
 		}
@@ -162,10 +158,7 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	}
 	p.oauth, p.idSigner = newOAuth2Provider(cfg, p.fositeStore(), p.verifier, o.tracer)
 
-	if p.limiter, p.closeLimiter, err = newLimiter(cfg.PublicAuth, o); err != nil {
-		return fail(err)
-	}
-	p.limiter = countingLimiter{Limiter: p.limiter, counts: p.stats}
+	p.limiter = countingLimiter{Limiter: newLimiter(o), counts: p.stats}
 	if p.auth, err = newPublicAuth(cfg, p.store, p.limiter, p.stats, o); err != nil {
 		return fail(err)
 	}
@@ -217,11 +210,10 @@ func (p *Provider) Close() error {
 	p.stop()
 	p.wg.Wait()
 	p.auth.Close() // mail being queued reaches the outbox; sends in flight finish
-	err := p.closeLimiter()
 	if p.ownStore {
-		err = errors.Join(err, p.store.Close())
+		return p.store.Close()
 	}
-	return err
+	return nil
 }
 
 // Migrate applies the pending database migrations of dsn and returns.

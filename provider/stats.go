@@ -35,8 +35,9 @@ type Stats struct {
 	MailQueued, MailDue, MailGivenUp int64
 	// Pool is the database connection pool's statistics (open, in use, idle, waits).
 	Pool sql.DBStats
-	// RedisBreaker is the circuit breaker of the rate limits' Redis (PublicAuthConfig.RedisURL);
-	// nil when the counters live in memory.
+	// RedisBreaker is the circuit breaker of the limiter given with WithLimiter, when it
+	// has one (package ratelimit/redis's: the rate limits' Redis); nil otherwise, as when
+	// the counters live in memory.
 	RedisBreaker *RedisBreakerStats
 	// ActiveKeyCreated is when the key each algorithm signs with now was created, by
 	// algorithm ("RS256", "ES256", "EdDSA").
@@ -69,8 +70,10 @@ func (p *Provider) Stats() Stats {
 		s.MailQueued, s.MailDue, s.MailGivenUp = -1, -1, -1
 	}
 	if cl, ok := p.limiter.(countingLimiter); ok {
-		if r, ok := cl.Limiter.(*ratelimit.Redis); ok {
-			state, opened := r.Breaker()
+		if b, ok := cl.Limiter.(interface {
+			Breaker() (ratelimit.BreakerState, uint64)
+		}); ok {
+			state, opened := b.Breaker()
 			s.RedisBreaker = &RedisBreakerStats{State: state.String(), Opened: opened}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gatehouse-id/gatehouse/provider"
 	"github.com/gatehouse-id/gatehouse/publicauth"
@@ -35,6 +36,22 @@ type Config struct {
 	// (--demo, GATEHOUSE_DEMO). When neither is given it is on exactly when neither the
 	// issuer nor the DSN was configured: the out-of-the-box local run.
 	Demo bool
+	// RedisLimits keeps the rate-limit counters in Redis when its URL is set.
+	RedisLimits RedisLimits
+}
+
+// RedisLimits configures the Redis that the rate limits of every replica share; the server
+// gives the provider a limiter of package ratelimit/redis on it (provider.WithLimiter).
+type RedisLimits struct {
+	// URL, when set ("redis://[user:pass@]host:6379/0" or "rediss://…"; --redis-url,
+	// GATEHOUSE_REDIS_URL), keeps the counters in Redis. Default empty: in this process's
+	// memory, which is right for a single node.
+	URL string
+	// CoolDown is how long, after a failure of Redis, the rate limits fail open at once
+	// without trying Redis (its circuit breaker is open), before one request probes it
+	// again (--redis-cool-down, GATEHOUSE_REDIS_COOL_DOWN, default
+	// redis.DefaultCoolDown, 5s); see redis.WithCoolDown.
+	CoolDown time.Duration
 }
 
 // storeSettings are the settings every subcommand that opens the database shares.
@@ -125,7 +142,7 @@ func serveCommand() (c *command, resolve func() (Config, error)) {
 	c.stringVar(&pc.TemplateDir, "template-dir", "DIR", "GATEHOUSE_TEMPLATE_DIR", "",
 		"directory of *.html files replacing the hosted pages of the same name")
 	addRegistrationFlag(c, &pc.Registration)
-	addPublicAuthFlags(c, &pc.PublicAuth)
+	addPublicAuthFlags(c, &pc.PublicAuth, &cfg.RedisLimits)
 	addSocialFlags(c, &pc.Social)
 	addPermissionFlags(c, &pc.Permissions)
 	addPARFlags(c, pc)

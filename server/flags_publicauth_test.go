@@ -22,7 +22,6 @@ func TestPublicAuthFlags(t *testing.T) {
 		AccountMailLimit:      provider.RateLimit{Limit: 5, Window: 15 * time.Minute},
 		LockoutLimit:          provider.RateLimit{Limit: 10, Window: 15 * time.Minute},
 		TokenErrorLimit:       provider.RateLimit{Limit: 100, Window: time.Minute},
-		RedisCoolDown:         5 * time.Second,
 		PasswordHasher:        "auto",
 	}
 	with := func(change func(c *provider.PublicAuthConfig)) provider.PublicAuthConfig {
@@ -31,12 +30,13 @@ func TestPublicAuthFlags(t *testing.T) {
 		return c
 	}
 	tests := []struct {
-		name string
-		args []string
-		env  map[string]string
-		want provider.PublicAuthConfig
+		name  string
+		args  []string
+		env   map[string]string
+		want  provider.PublicAuthConfig
+		redis RedisLimits
 	}{
-		{name: "defaults", want: defaults},
+		{name: "defaults", want: defaults, redis: RedisLimits{CoolDown: 5 * time.Second}},
 		{
 			name: "every flag",
 			args: []string{
@@ -50,7 +50,7 @@ func TestPublicAuthFlags(t *testing.T) {
 			},
 			want: with(func(c *provider.PublicAuthConfig) {
 				c.SMTPURL, c.MailFrom, c.ServiceName = "smtp://mail.example.com:587", "Acme <no-reply@acme.example>", "Acme"
-				c.RequirePIN, c.RedisURL = true, "redis://127.0.0.1:6379/0"
+				c.RequirePIN = true
 				c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("192.0.2.7/32")}
 				c.LoginRateLimit = provider.RateLimit{Limit: 20, Window: 30 * time.Second}
 				c.AccountMailLimit = provider.RateLimit{Limit: 3, Window: time.Hour}
@@ -59,9 +59,9 @@ func TestPublicAuthFlags(t *testing.T) {
 				c.VerificationLifespan, c.PasswordResetLifespan = 48*time.Hour, 30*time.Minute
 				c.MagicLinkAllowedOrigins = []string{"https://app.example.com", "https://admin.example.com"}
 				c.TokenErrorLimit = provider.RateLimit{Limit: 30, Window: 10 * time.Minute}
-				c.RedisCoolDown = 30 * time.Second
 				c.PasswordHasher = "go"
 			}),
+			redis: RedisLimits{URL: "redis://127.0.0.1:6379/0", CoolDown: 30 * time.Second},
 		},
 		{
 			name: "environment, and a flag over it",
@@ -77,6 +77,7 @@ func TestPublicAuthFlags(t *testing.T) {
 				c.LockoutLimit = provider.RateLimit{Limit: 3, Window: 5 * time.Minute}
 				c.PasswordHasher = "native"
 			}),
+			redis: RedisLimits{CoolDown: 5 * time.Second},
 		},
 	}
 	for _, tt := range tests {
@@ -95,6 +96,9 @@ func TestPublicAuthFlags(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("got  %+v\nwant %+v", got, tt.want)
+			}
+			if cfg.RedisLimits != tt.redis {
+				t.Errorf("Redis limits: got %+v, want %+v", cfg.RedisLimits, tt.redis)
 			}
 		})
 	}
