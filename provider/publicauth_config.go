@@ -86,7 +86,7 @@ type PublicAuthConfig struct {
 	// ends, so client secrets cannot be guessed at speed. Nothing else is counted.
 	TokenErrorLimit RateLimit
 
-	// PasswordHashConcurrency is how many password hashes or checks (argon2id, about 19 MiB
+	// PasswordHashConcurrency is how many password hashes or checks (argon2id, about 7 MiB
 	// each) run at once, which bounds the memory a burst of logins takes. Default the
 	// number of CPUs Go uses (GOMAXPROCS); see publicauth.Config.PasswordHashConcurrency.
 	PasswordHashConcurrency int

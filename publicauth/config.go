@@ -63,7 +63,7 @@ type Config struct {
 	TrustedProxies []netip.Prefix
 	// Limits are the rate limits and the login lockout; see RateLimits for defaults.
 	Limits RateLimits
-	// PasswordHashConcurrency is how many argon2id hashes or verifications (about 19 MiB
+	// PasswordHashConcurrency is how many argon2id hashes or verifications (about 7 MiB
 	// each) run at once; it bounds the memory a burst of logins takes. Hashing is CPU-bound,
 	// so more than the CPUs buys no throughput. Default runtime.GOMAXPROCS(0).
 	PasswordHashConcurrency int

@@ -82,7 +82,7 @@ func addPublicAuthFlags(c *command, cfg *provider.PublicAuthConfig, rl *RedisLim
 		publicauth.Rate{Limit: publicauth.DefaultLockoutLimit, Window: publicauth.DefaultLockoutWindow},
 		"failed logins that lock an account, and the window that locks it")
 	c.add("password-hash-concurrency", "N", "GATEHOUSE_PASSWORD_HASH_CONCURRENCY", "",
-		fmt.Sprintf("password hashes (argon2id, 19 MiB each) computed at once; up to %d times as many logins\n"+
+		fmt.Sprintf("password hashes (argon2id, 7 MiB each) computed at once; up to %d times as many logins\n"+
 			"      wait for one, more are answered 503; empty: the number of CPUs", publicauth.DefaultPasswordHashQueueFactor),
 		func(v string) error {
 			if v == "" {
