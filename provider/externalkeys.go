@@ -101,8 +101,12 @@ func externalKey(k ExternalKey, random io.Reader) (*signingKey, error) {
 	}
 	public := jose.JSONWebKey{Key: pub, KeyID: k.KID, Algorithm: k.Algorithm, Use: "sig"}
 	signer := &keySigner{signer: k.Signer, public: &public, alg: jose.SignatureAlgorithm(k.Algorithm), random: random}
-	return &signingKey{kid: k.KID, alg: k.Algorithm, public: public, signer: signer, external: true,
-		createdAt: k.CreatedAt, retiredAt: k.RetiredAt}, nil
+	key := &signingKey{kid: k.KID, alg: k.Algorithm, public: public, signer: signer, external: true, createdAt: k.CreatedAt}
+	if k.RetiredAt != nil {
+		retired := *k.RetiredAt // the source's value, not its variable
+		key.retiredAt = &retired
+	}
+	return key, nil
 }
 
 // checkPublicKey reports whether pub is a key of alg's type and strength.
@@ -178,10 +182,16 @@ func (s *keySigner) sign(payload []byte) ([]byte, error) {
 		return s.signer.Sign(random, digest[:], &rsa.PSSOptions{SaltLength: rsa.PSSSaltLengthEqualsHash, Hash: crypto.SHA256})
 	case jose.ES256:
 		sig, err := s.signer.Sign(random, digest[:], crypto.SHA256)
-		if err != nil || len(sig) == 64 {
-			return sig, err
+		if err != nil {
+			return nil, err
 		}
-		return ecdsaDERToJWS(sig, 32)
+		if raw, ok := ecdsaDERToJWS(sig, 32); ok {
+			return raw, nil
+		}
+		if len(sig) == 64 { // already r||s
+			return sig, nil
+		}
+		return nil, errors.New("ECDSA signature is neither ASN.1 DER nor r||s")
 	case jose.EdDSA:
 		return s.signer.Sign(random, payload, crypto.Hash(0))
 	}
@@ -189,19 +199,19 @@ func (s *keySigner) sign(payload []byte) ([]byte, error) {
 }
 
 // ecdsaDERToJWS turns an ASN.1 DER ECDSA signature into JWS's r||s, each size bytes
-// (RFC 7518 §3.4).
-func ecdsaDERToJWS(der []byte, size int) ([]byte, error) {
+// (RFC 7518 §3.4); false when der is not such a signature.
+func ecdsaDERToJWS(der []byte, size int) ([]byte, bool) {
 	var r, s big.Int
 	in, inner := cryptobyte.String(der), cryptobyte.String(nil)
 	if !in.ReadASN1(&inner, asn1.SEQUENCE) || !in.Empty() ||
 		!inner.ReadASN1Integer(&r) || !inner.ReadASN1Integer(&s) || !inner.Empty() ||
 		r.Sign() <= 0 || s.Sign() <= 0 || len(r.Bytes()) > size || len(s.Bytes()) > size {
-		return nil, errors.New("ECDSA signature is neither ASN.1 DER nor r||s")
+		return nil, false
 	}
 	out := make([]byte, 2*size)
 	r.FillBytes(out[:size])
 	s.FillBytes(out[size:])
-	return out, nil
+	return out, true
 }
 
 // verifyJWS reports whether sig is a valid JWS signature of alg over payload by pub.

@@ -224,8 +224,10 @@ func (ks *keySet) load(ctx context.Context) error {
 		}
 	}
 	now := ks.now()
-	expired := func(k *signingKey) bool {
-		return k.retiredAt != nil && !k.retiredAt.Add(ks.retention).After(now)
+	// expired reports whether a key retired at retiredAt has left the set: what it signed
+	// has expired.
+	expired := func(retiredAt *time.Time) bool {
+		return retiredAt != nil && !retiredAt.Add(ks.retention).After(now)
 	}
 	published := make([]*signingKey, 0, len(rows)+len(external))
 	for _, row := range rows {
@@ -238,7 +240,7 @@ func (ks *keySet) load(ctx context.Context) error {
 				retiredAt = &first
 			}
 		}
-		if retiredAt != nil && !retiredAt.Add(ks.retention).After(now) {
+		if expired(retiredAt) {
 			continue
 		}
 		k, err := ks.decrypt(row)
@@ -249,7 +251,7 @@ func (ks *keySet) load(ctx context.Context) error {
 		published = append(published, k)
 	}
 	for _, k := range external {
-		if !expired(k) {
+		if !expired(k.retiredAt) {
 			published = append(published, k)
 		}
 	}

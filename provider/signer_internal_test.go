@@ -53,11 +53,18 @@ func openKeySet(t testing.TB) *keySet {
 	return ks
 }
 
-// derSigner signs as crypto/ecdsa and cloud KMSs do: ECDSA signatures in ASN.1 DER.
-type derSigner struct{ *ecdsa.PrivateKey }
+// rawSigner answers ECDSA signatures as JWS writes them, r||s, as some HSMs do.
+type rawSigner struct{ *ecdsa.PrivateKey }
 
-func (s derSigner) Sign(random io.Reader, digest []byte, _ crypto.SignerOpts) ([]byte, error) {
-	return ecdsa.SignASN1(random, s.PrivateKey, digest)
+func (s rawSigner) Sign(random io.Reader, digest []byte, _ crypto.SignerOpts) ([]byte, error) {
+	r, ss, err := ecdsa.Sign(random, s.PrivateKey, digest)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 64)
+	r.FillBytes(out[:32])
+	ss.FillBytes(out[32:])
+	return out, nil
 }
 
 // otherKeySigner names one key and signs with another: a misconfigured KMS key.
@@ -70,8 +77,8 @@ func (s otherKeySigner) Public() crypto.PublicKey { return s.public }
 
 // TestKeySignerAlgorithms: an external key signs, through go-jose, a JWS of its algorithm
 // that go-jose verifies with the published key: RS256 and PS256 with one RSA key (the
-// algorithm is the key's, not its type's), ES256 from a signer answering in ASN.1 DER, and
-// EdDSA. A signer whose signature does not verify with the key it names is refused.
+// algorithm is the key's, not its type's), ES256 from signers answering in ASN.1 DER and
+// in r||s, and EdDSA. A signer whose signature does not verify with the key it names is refused.
 func TestKeySignerAlgorithms(t *testing.T) {
 	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -97,8 +104,8 @@ func TestKeySignerAlgorithms(t *testing.T) {
 	}{
 		{"RS256", jose.RS256, rsaKey, true},
 		{"PS256 with the same RSA key", jose.PS256, rsaKey, true},
-		{"ES256, ASN.1 DER", jose.ES256, derSigner{ecKey}, true},
-		{"ES256, crypto/ecdsa", jose.ES256, ecKey, true},
+		{"ES256, ASN.1 DER as crypto/ecdsa and cloud KMSs answer", jose.ES256, ecKey, true},
+		{"ES256, r||s", jose.ES256, rawSigner{ecKey}, true},
 		{"EdDSA", jose.EdDSA, edKey, true},
 		{"a signer of another key", jose.RS256, otherKeySigner{Signer: otherRSA, public: &rsaKey.PublicKey}, false},
 	} {
