@@ -33,20 +33,21 @@ test:
 # GATEHOUSE_REQUIRE_NATIVE_ARGON2=1 on AVX2 machines, so the fill must then run, not fall
 # back to Go.
 test-native:
-	$(GO) test -count=1 -tags='$(NATIVE_ARGON2_TAG)' -ldflags='$(SERVER_LDFLAGS)' ./internal/argon2id ./publicauth
+	$(GO) test -count=1 -timeout 15m -tags='$(NATIVE_ARGON2_TAG)' -ldflags='$(SERVER_LDFLAGS)' ./internal/argon2id ./publicauth
 
 # nocgo: the default build holds no cgo code of ours (a package of this module with cgo
 # files fails it) and links no golang-fips/openssl, and built with CGO_ENABLED=0 it behaves
-# as the default build: the hashing tests pass, the signing tests pass, and the server
-# binary, built without cgo, serves a whole login and code flow whose RS256 ID token go-oidc
-# verifies (examples/server TestServerProcess).
+# as the default build: the hashing tests and publicauth's password and login tests pass,
+# the signing tests pass, and the server binary, built without cgo, serves a whole login
+# and code flow whose RS256 ID token go-oidc verifies (examples/server TestServerProcess).
 nocgo:
 	@cgo=$$($(GO) list -deps -f '{{if .CgoFiles}}{{.ImportPath}}{{end}}' ./... | grep '^github.com/gatehouse-id/' || true); \
 	if [ -n "$$cgo" ]; then echo "cgo code of ours in the default build:"; echo "$$cgo"; exit 1; fi
 	@if $(GO) list -deps ./... | grep -q golang-fips; then echo "the default build links golang-fips/openssl"; exit 1; fi
-	CGO_ENABLED=0 $(GO) test -count=1 -timeout 5m ./internal/argon2id ./publicauth
-	CGO_ENABLED=0 $(GO) test -count=1 -timeout 5m -run '^(TestSigningAlgorithms|TestKeySignerAlgorithms|TestExternalSigner.*)$$' ./provider
-	CGO_ENABLED=0 $(GO) test -count=1 -timeout 5m -run '^TestServerProcess$$' ./examples/server
+	CGO_ENABLED=0 $(GO) test -count=1 -timeout 10m ./internal/argon2id
+	CGO_ENABLED=0 $(GO) test -count=1 -timeout 10m -run 'Password|Hash|Login' ./publicauth
+	CGO_ENABLED=0 $(GO) test -count=1 -timeout 10m -run '^(TestSigningAlgorithms|TestKeySignerAlgorithms|TestExternalSigner.*)$$' ./provider
+	CGO_ENABLED=0 $(GO) test -count=1 -timeout 10m -run '^TestServerProcess$$' ./examples/server
 
 # interop: panva's openid-client drives the built server on SQLite (and Postgres when
 # GATEHOUSE_TEST_POSTGRES_DSN is set), printing each step as run or skipped; part of test.
