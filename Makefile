@@ -4,24 +4,50 @@ GO ?= go
 
 .DEFAULT_GOAL := build
 
-.PHONY: build server test interop lint bench bench-go tidy fuzz fuzz-check faults soak
+.PHONY: build server test test-native fuzz-native nocgo interop lint bench bench-go tidy fuzz fuzz-check faults soak
 
 build:
 	$(GO) build ./...
 
-# server: the stand-alone server as bin/gatehouse, linked by Go's own linker. The cgo bindings
-# to OpenSSL (internal/rsasign) and the native argon2id fill (internal/argon2id) would
-# otherwise make go link it with the system linker, and that binary keeps about 14 MiB more of itself resident
-# (README, "Performance").
+# NATIVE_ARGON2_TAG compiles in the native argon2id fill (internal/argon2id: C through cgo,
+# Linux amd64), which the default build leaves out: `make server TAGS=$(NATIVE_ARGON2_TAG)`.
+NATIVE_ARGON2_TAG := gatehouse_native_argon2
+TAGS ?=
+
+# server: the stand-alone server as bin/gatehouse, linked by Go's own linker. The default
+# build has no cgo of ours and links that way anyway; with TAGS=$(NATIVE_ARGON2_TAG) the
+# cgo of the native fill would make go link with the system linker, whose binary keeps
+# about 14 MiB more of itself resident (README, "Performance").
 SERVER_LDFLAGS ?= -linkmode=internal
 server:
-	$(GO) build -ldflags='$(SERVER_LDFLAGS)' -o bin/gatehouse ./examples/server
+	$(GO) build -tags='$(TAGS)' -ldflags='$(SERVER_LDFLAGS)' -o bin/gatehouse ./examples/server
 
-# test also runs the OpenSSL signer and the native argon2id fill linked as `make server` and
-# `make bench` link them.
+# test: every package, then the opt-in native argon2id fill under its tag (test-native),
+# then the CGO_ENABLED=0 build (nocgo).
 test:
 	$(GO) test -race -count=1 -timeout 12m ./...
-	$(GO) test -count=1 -ldflags='$(SERVER_LDFLAGS)' ./internal/rsasign ./internal/argon2id
+	$(MAKE) test-native nocgo
+
+# test-native: the native argon2id fill's tests and the password tests over it, built with
+# its tag and linked as `make server TAGS=$(NATIVE_ARGON2_TAG)` links it. CI sets
+# GATEHOUSE_REQUIRE_NATIVE_ARGON2=1 on AVX2 machines, so the fill must then run, not fall
+# back to Go.
+test-native:
+	$(GO) test -count=1 -timeout 15m -tags='$(NATIVE_ARGON2_TAG)' -ldflags='$(SERVER_LDFLAGS)' ./internal/argon2id ./publicauth
+
+# nocgo: the default build holds no cgo code of ours (a package of this module with cgo
+# files fails it) and links no golang-fips/openssl, and built with CGO_ENABLED=0 it behaves
+# as the default build: the hashing tests and publicauth's password and login tests pass,
+# the signing tests pass, and the server binary, built without cgo, serves a whole login
+# and code flow whose RS256 ID token go-oidc verifies (examples/server TestServerProcess).
+nocgo:
+	@cgo=$$($(GO) list -deps -f '{{if .CgoFiles}}{{.ImportPath}}{{end}}' ./... | grep '^github.com/gatehouse-id/' || true); \
+	if [ -n "$$cgo" ]; then echo "cgo code of ours in the default build:"; echo "$$cgo"; exit 1; fi
+	@if $(GO) list -deps ./... | grep -q golang-fips; then echo "the default build links golang-fips/openssl"; exit 1; fi
+	CGO_ENABLED=0 $(GO) test -count=1 -timeout 10m ./internal/argon2id
+	CGO_ENABLED=0 $(GO) test -count=1 -timeout 10m -run 'Password|Hash|Login' ./publicauth
+	CGO_ENABLED=0 $(GO) test -count=1 -timeout 10m -run '^(TestSigningAlgorithms|TestKeySignerAlgorithms|TestExternalSigner.*)$$' ./provider
+	CGO_ENABLED=0 $(GO) test -count=1 -timeout 10m -run '^TestServerProcess$$' ./examples/server
 
 # interop: panva's openid-client drives the built server on SQLite (and Postgres when
 # GATEHOUSE_TEST_POSTGRES_DSN is set), printing each step as run or skipped; part of test.
@@ -71,6 +97,9 @@ bench-go:
 FUZZTIME ?= 30s
 FUZZMINIMIZETIME ?= 100x
 FUZZFLAGS ?=
+# FUZZ_TAGS are the build tags of the fuzzed test binaries (fuzz-native sets the native
+# argon2id fill's).
+FUZZ_TAGS ?=
 FUZZ_TARGETS := \
 	./internal/argon2id:FuzzKey \
 	./internal/bearer:FuzzFromHeader \
@@ -110,7 +139,7 @@ fuzz: $(if $(filter file,$(origin FUZZ_TARGETS)),fuzz-check)
 	for target in $(FUZZ_TARGETS); do \
 		pkg=$${target%%:*}; name=$${target##*:}; test=$$bin/$$(echo "$$pkg" | tr -c 'a-z\n' _).test; \
 		if [ ! -x "$$test" ]; then \
-			$(GO) test -c -fuzz=. -o "$$test" "$$pkg" || exit 1; \
+			$(GO) test -c -fuzz=. -tags='$(FUZZ_TAGS)' -o "$$test" "$$pkg" || exit 1; \
 			$(GO) list -f '{{.ImportPath}}' "$$pkg" > "$$test.path"; \
 		fi; \
 		echo "== $$name ($$pkg, $(FUZZTIME))"; \
@@ -125,6 +154,11 @@ fuzz: $(if $(filter file,$(origin FUZZ_TARGETS)),fuzz-check)
 		fi; \
 		[ $$status -eq 0 ] || exit $$status; \
 	done
+
+# fuzz-native: FuzzKey, the native argon2id fill against x/crypto, built with the fill's
+# tag (without it the target has nothing to compare and skips).
+fuzz-native:
+	$(MAKE) fuzz FUZZ_TARGETS=./internal/argon2id:FuzzKey FUZZ_TAGS=$(NATIVE_ARGON2_TAG)
 
 tidy:
 	$(GO) mod tidy

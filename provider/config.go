@@ -107,13 +107,6 @@ type Config struct {
 	// 8037: the fastest to sign and verify; check that your resource servers' JWT library
 	// accepts OKP keys before choosing it).
 	AccessTokenAlg string
-	// RSASigner says who computes RS256 signatures (ID tokens by default, RS256 access
-	// tokens, logout tokens of RS256 clients): RSASignerAuto (default: OpenSSL's libcrypto
-	// when the binary was built with cgo on Linux and libcrypto.so.3 or .so.1.1 loads, else
-	// Go's crypto/rsa; New logs which and why), RSASignerOpenSSL (New fails without
-	// libcrypto) or RSASignerGo. OpenSSL signs in a little over half the time; both make
-	// the same bytes, and each OpenSSL signature is verified with crypto/rsa before use.
-	RSASigner string
 	// AllowConfidentialWithoutPKCE relaxes the PKCE requirement for confidential clients.
 	// Default false: every authorization request must carry an S256 code_challenge.
 	AllowConfidentialWithoutPKCE bool
@@ -236,6 +229,10 @@ type options struct {
 	mailer publicauth.Mailer
 	events events.Sink          // WithEvents
 	tracer trace.TracerProvider // WithTracerProvider; nil: no tracing
+	// keySource is WithSigner's; nil: every key is the database's.
+	keySource KeySource
+	// limiter is WithLimiter's; nil: counts in memory.
+	limiter Limiter
 	accountOptions
 }
 
@@ -286,7 +283,6 @@ const (
 	DefaultRefreshTokenLifespan  = 30 * 24 * time.Hour
 	DefaultLoginRequestLifespan  = 30 * time.Minute
 	DefaultAccessTokenAlg        = AlgES256
-	DefaultRSASigner             = RSASignerAuto
 	DefaultJanitorInterval       = 10 * time.Minute
 	DefaultClientCacheRefresh    = storage.DefaultClientCacheRefresh
 	DefaultKeyReloadInterval     = time.Minute
@@ -324,9 +320,6 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.AccessTokenAlg == "" {
 		cfg.AccessTokenAlg = DefaultAccessTokenAlg
 	}
-	if cfg.RSASigner == "" {
-		cfg.RSASigner = DefaultRSASigner
-	}
 	if cfg.VerifiedTokenCacheSize == 0 {
 		cfg.VerifiedTokenCacheSize = DefaultVerifiedTokenCacheSize
 	}
@@ -342,9 +335,6 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if !slices.Contains(supportedAlgs, cfg.AccessTokenAlg) {
 		errs = append(errs, fmt.Errorf("access token algorithm %q is not RS256, ES256 or EdDSA", cfg.AccessTokenAlg))
-	}
-	if !slices.Contains([]string{RSASignerAuto, RSASignerOpenSSL, RSASignerGo}, cfg.RSASigner) {
-		errs = append(errs, fmt.Errorf("RSA signer %q is not auto, openssl or go", cfg.RSASigner))
 	}
 	if cfg.KeyRotationInterval > 0 && cfg.KeyRotationInterval <= keyActivation(cfg) {
 		errs = append(errs, fmt.Errorf("key rotation interval %v must exceed the key activation delay %v (one and a half key reload intervals)",
@@ -399,11 +389,4 @@ const (
 	AlgES256 = "ES256"
 	// AlgEdDSA is EdDSA with Ed25519 keys, published as OKP keys (crv Ed25519).
 	AlgEdDSA = "EdDSA"
-)
-
-// Values of Config.RSASigner.
-const (
-	RSASignerAuto    = "auto"
-	RSASignerOpenSSL = "openssl"
-	RSASignerGo      = "go"
 )

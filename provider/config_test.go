@@ -1,13 +1,11 @@
 package provider_test
 
 import (
-	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/gatehouse-id/gatehouse/internal/rsasign"
 	"github.com/gatehouse-id/gatehouse/provider"
 )
 
@@ -32,34 +30,6 @@ func TestPublicAuthConfigIsValidatedByPublicAuthRules(t *testing.T) {
 			_, err := provider.New(provider.Config{DSN: "sqlite:" + filepath.Join(t.TempDir(), "g.db"), Secret: testSecret, PublicAuth: tt.cfg})
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("got %v, want an error saying %q", err, tt.want)
-			}
-		})
-	}
-}
-
-// TestRSASignerIsValidated: Config.RSASigner takes auto, openssl or go; anything else makes
-// New fail naming it, and openssl makes New fail where libcrypto cannot be loaded.
-func TestRSASignerIsValidated(t *testing.T) {
-	_, opensslErr := rsasign.Open(rsasign.Options{Backend: rsasign.OpenSSL})
-	tests := []struct {
-		signer string
-		want   string // "" wants New to succeed
-	}{
-		{"boringssl", `RSA signer "boringssl" is not auto, openssl or go`},
-		{"OpenSSL", `RSA signer "OpenSSL" is not auto, openssl or go`},
-		{provider.RSASignerAuto, ""},
-		{provider.RSASignerGo, ""},
-		{provider.RSASignerOpenSSL, map[bool]string{true: "", false: "RSA signer"}[opensslErr == nil]},
-	}
-	for _, tt := range tests {
-		t.Run(tt.signer, func(t *testing.T) {
-			p, err := provider.New(provider.Config{DSN: "sqlite:" + filepath.Join(t.TempDir(), "g.db"), Secret: testSecret, RSASigner: tt.signer},
-				provider.WithLogger(slog.New(slog.DiscardHandler)))
-			if err == nil {
-				_ = p.Close()
-			}
-			if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
-				t.Errorf("got %v, want %q", err, tt.want)
 			}
 		})
 	}

@@ -24,7 +24,8 @@
 // which continue the OAuth flow through the provider's ui.Host, the public authentication
 // API of package publicauth, the social and upstream login of package social and the
 // permission routes of package permissions. One
-// limiter (memory, or Redis shared by replicas) backs every rate limit, including the limit
+// limiter (memory, or one replicas share, such as package ratelimit/redis's, given with
+// WithLimiter) backs every rate limit, including the limit
 // on failed client authentication at the token, revocation, introspection and PAR
 // endpoints.
 //

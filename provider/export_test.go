@@ -27,9 +27,6 @@ func (p *Provider) VerifyIDTokenHint(hint string) (map[string]any, error) {
 	return p.verifyIDTokenHint(hint)
 }
 
-// RSABackend is who signs RS256 for p: "openssl" or "go".
-func (p *Provider) RSABackend() string { return string(p.keys.rsa.Backend()) }
-
 // SignWithActiveKey signs claims (and extra header fields) with p's active RS256 key, as
 // its ID tokens are signed.
 func (p *Provider) SignWithActiveKey(claims map[string]any, header map[string]any) (string, error) {

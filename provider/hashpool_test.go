@@ -20,7 +20,7 @@ import (
 )
 
 // argon2MiB is what one password hash or check allocates (publicauth's argon2id memory).
-const argon2MiB = 19 << 20
+const argon2MiB = 7 << 20
 
 // unlimited turns a provider rate limit off, so a burst from one address reaches hashing.
 var unlimited = provider.RateLimit{Limit: -1, Window: time.Minute}
@@ -84,7 +84,7 @@ func jsonLogin(t *testing.T, e *env, email, password string) *http.Request {
 
 // A burst of 64 concurrent wrong-password logins holds the heap to what the hashing slots
 // need: every login is checked (401), but at most PasswordHashConcurrency argon2id blocks of
-// 19 MiB exist at once, where unbounded hashing would hold 64 × 19 MiB ≈ 1.2 GiB. Half the
+// 7 MiB exist at once, where unbounded hashing would hold 64 × 7 MiB = 448 MiB. Half the
 // logins name an unknown email, whose dummy verification goes through the same slots.
 func TestLoginBurstHeapBounded(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {

@@ -20,6 +20,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/provider"
 	"github.com/gatehouse-id/gatehouse/publicauth"
 	"github.com/gatehouse-id/gatehouse/publicauth/smtptest"
+	redislimit "github.com/gatehouse-id/gatehouse/ratelimit/redis"
 	"github.com/gatehouse-id/gatehouse/storage/storagetest"
 )
 
@@ -585,15 +586,25 @@ func requireRedis(t *testing.T) {
 	conn.Close()
 }
 
+// redisLimiter is a limiter on the test Redis, closed when t ends.
+func redisLimiter(t *testing.T) *redislimit.Limiter {
+	t.Helper()
+	l, err := redislimit.New(redisURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	return l
+}
+
 func TestHostedLockoutSharedThroughRedis(t *testing.T) {
 	requireRedis(t)
 	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
 		cfg := provider.Config{PublicAuth: provider.PublicAuthConfig{
-			RedisURL:     redisURL,
 			LockoutLimit: provider.RateLimit{Limit: 3, Window: time.Minute},
 		}}
 		// Two providers that share nothing but Redis: the lockout of an address follows it.
-		a, other := newEnv(t, b, cfg), newEnv(t, b, cfg)
+		a, other := newEnv(t, b, cfg, provider.WithLimiter(redisLimiter(t))), newEnv(t, b, cfg, provider.WithLimiter(redisLimiter(t)))
 
 		// Keys are per email hash: a fresh address per run keeps reruns apart.
 		email := "lockout-" + strings.ToLower(rand.Text()[:12]) + "@example.com"

@@ -53,13 +53,17 @@ func (ks *keySet) rotateDue(ctx context.Context) error {
 	return errors.Join(append(errs, ks.load(ctx))...)
 }
 
-// dueAlgs lists the algorithms whose newest key was created rotateEvery ago or earlier.
+// dueAlgs lists the algorithms of the database whose newest key was created rotateEvery ago
+// or earlier; the external source rotates its own.
 func (ks *keySet) dueAlgs() []string {
 	due := ks.now().Add(-ks.rotateEvery)
 	ks.mu.RLock()
 	defer ks.mu.RUnlock()
 	var out []string
 	for _, alg := range supportedAlgs {
+		if ks.externalAlgs[alg] {
+			continue
+		}
 		keys := ks.byAlg[alg]
 		if len(keys) > 0 && !keys[len(keys)-1].createdAt.After(due) {
 			out = append(out, alg)

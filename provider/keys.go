@@ -22,7 +22,6 @@ import (
 	"github.com/go-jose/go-jose/v3"
 
 	"github.com/gatehouse-id/gatehouse/events"
-	"github.com/gatehouse-id/gatehouse/internal/rsasign"
 	"github.com/gatehouse-id/gatehouse/storage"
 )
 
@@ -40,16 +39,22 @@ type keyStore interface {
 	InTx(ctx context.Context, fn func(ctx context.Context) error) error
 }
 
-// signingKey is a decrypted key of the set.
+// signingKey is a key of the set: a decrypted key of the database, or a key of the
+// KeySource given with WithSigner (external).
 type signingKey struct {
-	kid     string
-	alg     string
-	private jose.JSONWebKey // carries KeyID and Algorithm, so every JWS names its kid
-	public  jose.JSONWebKey
-	// signer is what signJWT hands go-jose: the bare private key, or for RS256 an
-	// rsaSigner built once here, so that OpenSSL gets the key once, not per signature.
-	signer    any
+	kid    string
+	alg    string
+	public jose.JSONWebKey
+	// signer is what signJWT hands go-jose: the bare private key of a database key, or a
+	// keySigner over an external key's crypto.Signer.
+	signer   any
+	external bool
+	// createdAt is when the key was made (or joined the source): it signs once the
+	// activation delay has passed since.
 	createdAt time.Time
+	// retiredAt is when the key was replaced, nil while current: it leaves the set once
+	// the retention has passed since. A database key of an algorithm the source took over
+	// counts as retired when the source's first key of it was added.
 	retiredAt *time.Time
 }
 
@@ -74,8 +79,9 @@ type keySet struct {
 	log         *slog.Logger
 	// events records (and delivers) a KeyAdded per key added; nil records nothing.
 	events *events.Emitter
-	// rsa computes RS256 signatures (Config.RSASigner); nil signs with crypto/rsa.
-	rsa *rsasign.Engine
+	// external is the KeySource of WithSigner, nil without one: its keys join the set at
+	// every load, and the algorithms it has keys of are its own (externalAlgs).
+	external KeySource
 
 	mu         sync.RWMutex
 	decrypted  map[string]*signingKey // every key ever decrypted, by kid; keys never change
@@ -84,6 +90,9 @@ type keySet struct {
 	byAlg      map[string][]*signingKey // published keys per algorithm, oldest first
 	jwksJSON   []byte
 	lastReload time.Time
+	// externalAlgs are the algorithms the external source listed keys of at the last load:
+	// the database makes and rotates no key of them.
+	externalAlgs map[string]bool
 }
 
 // unknownKIDReloadEvery bounds the reloads that tokens with an unknown kid can cause.
@@ -94,13 +103,14 @@ const unknownKIDReloadEvery = 5 * time.Second
 var supportedAlgs = []string{AlgRS256, AlgES256, AlgEdDSA}
 
 // ensure loads the key set and creates an active key for every algorithm that has none
-// (the first start of a deployment).
+// (the first start of a deployment), in the database for the algorithms the external
+// source has no key of.
 func (ks *keySet) ensure(ctx context.Context) error {
 	if err := ks.load(ctx); err != nil {
 		return err
 	}
 	created := false
-	for _, alg := range supportedAlgs {
+	for _, alg := range ks.databaseAlgs() {
 		ks.mu.RLock()
 		ok := slices.ContainsFunc(ks.byAlg[alg], func(k *signingKey) bool { return k.retiredAt == nil })
 		ks.mu.RUnlock()
@@ -117,12 +127,13 @@ func (ks *keySet) ensure(ctx context.Context) error {
 	return nil
 }
 
-// rotate adds a new key for every algorithm. It signs once activation has passed; the
-// previous ones sign until then and stay published until every token they signed has expired.
-// The new keys and their key.added records commit together.
+// rotate adds a new key for every algorithm whose keys the database holds (not the
+// external source's). It signs once activation has passed; the previous ones sign until
+// then and stay published until every token they signed has expired. The new keys and
+// their key.added records commit together.
 func (ks *keySet) rotate(ctx context.Context) error {
 	err := ks.store.InTx(ctx, func(ctx context.Context) error {
-		for _, alg := range supportedAlgs {
+		for _, alg := range ks.databaseAlgs() {
 			k, err := ks.newKey(alg)
 			if err != nil {
 				return err
@@ -185,29 +196,73 @@ func (ks *keySet) newKey(alg string) (*storage.SigningKey, error) {
 	return &storage.SigningKey{KID: kid, Algorithm: alg, Sealed: sealed, CreatedAt: ks.now().UTC()}, nil
 }
 
-// load re-reads the stored keys and rebuilds the published set and the JWKS document.
+// databaseAlgs are the supported algorithms whose keys the database holds: those the
+// external source listed no key of at the last load.
+func (ks *keySet) databaseAlgs() []string {
+	ks.mu.RLock()
+	defer ks.mu.RUnlock()
+	return slices.DeleteFunc(slices.Clone(supportedAlgs), func(alg string) bool { return ks.externalAlgs[alg] })
+}
+
+// load re-reads the stored keys, and the external source's, and rebuilds the published set
+// and the JWKS document. A database key of an algorithm the source has keys of counts as
+// retired when the source's first key of that algorithm was added (or is left out when it
+// was made after that); see WithSigner.
 func (ks *keySet) load(ctx context.Context) error {
 	rows, err := ks.store.SigningKeys(ctx)
 	if err != nil {
 		return fmt.Errorf("load signing keys: %w", err)
 	}
+	external, err := ks.loadExternal(ctx)
+	if err != nil {
+		return err
+	}
+	takenOver := map[string]time.Time{} // algorithm: CreatedAt of the source's first key of it
+	for _, k := range external {
+		if first, ok := takenOver[k.alg]; !ok || k.createdAt.Before(first) {
+			takenOver[k.alg] = k.createdAt
+		}
+	}
 	now := ks.now()
-	published := make([]*signingKey, 0, len(rows))
+	// expired reports whether a key retired at retiredAt has left the set: what it signed
+	// has expired.
+	expired := func(retiredAt *time.Time) bool {
+		return retiredAt != nil && !retiredAt.Add(ks.retention).After(now)
+	}
+	published := make([]*signingKey, 0, len(rows)+len(external))
 	for _, row := range rows {
-		if row.RetiredAt != nil && !row.RetiredAt.Add(ks.retention).After(now) {
+		retiredAt := row.RetiredAt
+		if first, ok := takenOver[row.Algorithm]; ok {
+			if !row.CreatedAt.Before(first) {
+				continue // made after the source took the algorithm over: never signs
+			}
+			if retiredAt == nil || first.Before(*retiredAt) {
+				retiredAt = &first
+			}
+		}
+		if expired(retiredAt) {
 			continue
 		}
 		k, err := ks.decrypt(row)
 		if err != nil {
 			return err
 		}
+		k.retiredAt = retiredAt
 		published = append(published, k)
+	}
+	for _, k := range external {
+		if !expired(k.retiredAt) {
+			published = append(published, k)
+		}
 	}
 	sort.SliceStable(published, func(i, j int) bool { return published[i].createdAt.Before(published[j].createdAt) })
 	set := jose.JSONWebKeySet{Keys: make([]jose.JSONWebKey, 0, len(published))}
 	byKID := make(map[string]*signingKey, len(published))
 	byAlg := map[string][]*signingKey{}
 	for _, k := range published {
+		if _, dup := byKID[k.kid]; dup {
+			return fmt.Errorf("load signing keys: two keys have kid %q", k.kid)
+		}
 		set.Keys = append(set.Keys, k.public)
 		byKID[k.kid] = k
 		byAlg[k.alg] = append(byAlg[k.alg], k)
@@ -216,10 +271,35 @@ func (ks *keySet) load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	externalAlgs := map[string]bool{}
+	for alg := range takenOver {
+		externalAlgs[alg] = true
+	}
 	ks.mu.Lock()
 	ks.published, ks.byKID, ks.byAlg, ks.jwksJSON, ks.lastReload = published, byKID, byAlg, doc, now
+	ks.externalAlgs = externalAlgs
 	ks.mu.Unlock()
 	return nil
+}
+
+// loadExternal lists and checks the external source's keys; none without a source.
+func (ks *keySet) loadExternal(ctx context.Context) ([]*signingKey, error) {
+	if ks.external == nil {
+		return nil, nil
+	}
+	listed, err := ks.external.SigningKeys(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load external signing keys: %w", err)
+	}
+	keys := make([]*signingKey, 0, len(listed))
+	for _, l := range listed {
+		k, err := externalKey(l, ks.random)
+		if err != nil {
+			return nil, fmt.Errorf("load external signing keys: %w", err)
+		}
+		keys = append(keys, k)
+	}
+	return keys, nil
 }
 
 func (ks *keySet) decrypt(row *storage.SigningKey) (*signingKey, error) {
@@ -246,18 +326,10 @@ func (ks *keySet) decrypt(row *storage.SigningKey) (*signingKey, error) {
 	k = &signingKey{
 		kid:       row.KID,
 		alg:       row.Algorithm,
-		private:   jose.JSONWebKey{Key: priv, KeyID: row.KID, Algorithm: row.Algorithm, Use: "sig"},
 		public:    jose.JSONWebKey{Key: priv.Public(), KeyID: row.KID, Algorithm: row.Algorithm, Use: "sig"},
 		signer:    priv,
 		createdAt: row.CreatedAt,
 		retiredAt: row.RetiredAt,
-	}
-	if rsaKey, ok := priv.(*rsa.PrivateKey); ok && row.Algorithm == AlgRS256 {
-		s, err := ks.rsa.New(rsaKey)
-		if err != nil {
-			return nil, fmt.Errorf("signing key %s: %w", row.KID, err)
-		}
-		k.signer = &rsaSigner{s: s, public: &k.public}
 	}
 	ks.mu.Lock()
 	if ks.decrypted == nil {
@@ -353,7 +425,7 @@ func (ks *keySet) infos() []KeyInfo {
 	defer ks.mu.RUnlock()
 	out := make([]KeyInfo, 0, len(ks.published))
 	for _, k := range ks.published {
-		out = append(out, KeyInfo{KID: k.kid, Algorithm: k.alg, CreatedAt: k.createdAt, RetiredAt: k.retiredAt})
+		out = append(out, KeyInfo{KID: k.kid, Algorithm: k.alg, CreatedAt: k.createdAt, RetiredAt: k.retiredAt, External: k.external})
 	}
 	return out
 }
@@ -364,4 +436,7 @@ type KeyInfo struct {
 	Algorithm string     `json:"alg"`
 	CreatedAt time.Time  `json:"created_at"`
 	RetiredAt *time.Time `json:"retired_at,omitempty"`
+	// External is true for a key of the KeySource given with WithSigner, false for a key
+	// of the database.
+	External bool `json:"external,omitempty"`
 }

@@ -18,7 +18,6 @@ import (
 	"github.com/gatehouse-id/gatehouse/dpop"
 	"github.com/gatehouse-id/gatehouse/events"
 	"github.com/gatehouse-id/gatehouse/internal/mountpath"
-	"github.com/gatehouse-id/gatehouse/internal/rsasign"
 	"github.com/gatehouse-id/gatehouse/permissions"
 	"github.com/gatehouse-id/gatehouse/publicauth"
 	"github.com/gatehouse-id/gatehouse/social"
@@ -56,10 +55,9 @@ type Provider struct {
 	claims func(context.Context, ClaimsRequest) (map[string]any, error)
 	// router serves every endpoint under the mount path (routes).
 	router http.Handler
-	// limiter counts attempts for every rate limit; closeLimiter releases its Redis
-	// connection, if any.
-	limiter      publicauth.Limiter
-	closeLimiter func() error
+	// limiter counts attempts for every rate limit: WithLimiter's, which the caller
+	// closes, or one in memory.
+	limiter publicauth.Limiter
 	// stats counts what Stats reports and no event does.
 	stats *opsCounters
 	// tracer is the WithTracerProvider, nil when tracing is off; outbound HTTP clients are
@@ -115,9 +113,6 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 		if p.auth != nil {
 			p.auth.Close()
 		}
-		if p.closeLimiter != nil {
-			_ = p.closeLimiter()
-		}
 		if p.ownStore {
 			_ = p.store.Close()
 		}
@@ -134,13 +129,8 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 		return fail(err)
 	}
 	p.events = o.emitter(p.store)
-	rsaEngine, err := rsasign.Open(rsasign.Options{Backend: rsasign.Backend(cfg.RSASigner)})
-	if err != nil {
-		return fail(fmt.Errorf("provider: RSA signer: %w", err))
-	}
-	o.logger.Info("RS256 signatures", "backend", rsaEngine.Backend(), "configured", cfg.RSASigner, "detail", rsaEngine.Reason())
 	p.keys = &keySet{
-		store: p.store, events: p.events, sealer: seal, random: o.random, now: o.now, log: o.logger, rsa: rsaEngine,
+		store: p.store, events: p.events, sealer: seal, random: o.random, now: o.now, log: o.logger, external: o.keySource,
 		// Every replica publishes a rotated key before any signs with it: one reload
 		// interval, plus slack for a reload that runs late.
 		activation: keyActivation(cfg),
@@ -180,10 +170,7 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	})
 	p.oauth, p.idSigner = newOAuth2Provider(cfg, p.fositeStore(), p.verifier, p.keySets)
 
-	if p.limiter, p.closeLimiter, err = newLimiter(cfg.PublicAuth, o); err != nil {
-		return fail(err)
-	}
-	p.limiter = countingLimiter{Limiter: p.limiter, counts: p.stats}
+	p.limiter = countingLimiter{Limiter: newLimiter(o), counts: p.stats}
 	if p.auth, err = newPublicAuth(cfg, p.store, p.limiter, p.stats, o); err != nil {
 		return fail(err)
 	}
@@ -237,11 +224,10 @@ func (p *Provider) Close() error {
 	p.stop()
 	p.wg.Wait()
 	p.auth.Close() // mail being queued reaches the outbox; sends in flight finish
-	err := p.closeLimiter()
 	if p.ownStore {
-		err = errors.Join(err, p.store.Close())
+		return p.store.Close()
 	}
-	return err
+	return nil
 }
 
 // Migrate applies the pending database migrations of dsn and returns.

@@ -62,15 +62,6 @@ type PublicAuthConfig struct {
 	// publicauth.Config.MagicLinkAllowedOrigins. Default none.
 	MagicLinkAllowedOrigins []string
 
-	// RedisURL, when set ("redis://[user:pass@]host:6379/0" or "rediss://…"), keeps the
-	// rate-limit counters in Redis so every replica shares them. Default empty: counters
-	// live in this process's memory, which is right for a single node.
-	RedisURL string
-	// RedisCoolDown is how long, after a failure of Redis, the rate limits fail open at once
-	// without trying Redis (its circuit breaker is open), before one request probes it
-	// again; see ratelimit.WithCoolDown. So an outage of Redis does not add a timeout to
-	// every request. Default (zero or less) ratelimit.DefaultCoolDown, 5s.
-	RedisCoolDown time.Duration
 	// TrustedProxies are the addresses (CIDRs or single IPs) of reverse proxies whose
 	// X-Forwarded-For header names the client. Default none: the client is the peer of the
 	// TCP connection, and the header is ignored.
@@ -110,7 +101,7 @@ type PublicAuthConfig struct {
 	// sign-ins than that. A negative Limit turns it off.
 	AuthorizeClientLimit RateLimit
 
-	// PasswordHashConcurrency is how many password hashes or checks (argon2id, about 19 MiB
+	// PasswordHashConcurrency is how many password hashes or checks (argon2id, about 7 MiB
 	// each) run at once, which bounds the memory a burst of logins takes. Default the
 	// number of CPUs Go uses (GOMAXPROCS); see publicauth.Config.PasswordHashConcurrency.
 	PasswordHashConcurrency int
@@ -120,10 +111,10 @@ type PublicAuthConfig struct {
 	// wait.
 	PasswordHashQueue int
 	// PasswordHasher says who computes the argon2id password hashes:
-	// publicauth.PasswordHasherAuto (default: the native AVX2 fill when the build and CPU
-	// allow it, else Go's golang.org/x/crypto/argon2; New logs which and why),
-	// publicauth.PasswordHasherNative (New fails without it) or publicauth.PasswordHasherGo. See
-	// publicauth.Config.PasswordHasher.
+	// publicauth.PasswordHasherAuto (default: Go's golang.org/x/crypto/argon2; the native
+	// AVX2 fill only in a binary built with the build tag gatehouse_native_argon2 whose CPU
+	// can run it; New logs which and why), publicauth.PasswordHasherNative (New fails without
+	// it) or publicauth.PasswordHasherGo. See publicauth.Config.PasswordHasher.
 	PasswordHasher string
 }
 
@@ -163,9 +154,6 @@ func (c PublicAuthConfig) withDefaults(auth publicauth.Config, issuer string) (P
 	if c.AuthorizeClientLimit, err = c.AuthorizeClientLimit.WithDefault(RateLimit{Limit: DefaultAuthorizeClientLimit, Window: DefaultAuthorizeWindow}); err != nil {
 		errs = append(errs, fmt.Errorf("AuthorizeClientLimit.%w", err))
 	}
-	if c.RedisCoolDown <= 0 {
-		c.RedisCoolDown = ratelimit.DefaultCoolDown
-	}
 	if c.MailFrom == "" && c.SMTPURL == "" {
 		host := "localhost"
 		if u, err := url.Parse(issuer); err == nil && u.Hostname() != "" {
@@ -184,18 +172,33 @@ func (c PublicAuthConfig) withDefaults(auth publicauth.Config, issuer string) (P
 	return c, errors.Join(errs...)
 }
 
-// newLimiter returns the attempt counter every rate limit of the provider uses: in Redis
-// when configured, so replicas share it, else in memory. closeLimiter releases the Redis
-// connection.
-func newLimiter(pc PublicAuthConfig, o options) (limiter publicauth.Limiter, closeLimiter func() error, err error) {
-	if pc.RedisURL == "" {
-		return ratelimit.NewMemory(ratelimit.WithClock(o.now)), func() error { return nil }, nil
+// newLimiter returns the attempt counter every rate limit of the provider uses: the one
+// WithLimiter gave, else counts in this process's memory.
+func newLimiter(o options) publicauth.Limiter {
+	if o.limiter != nil {
+		return o.limiter
 	}
-	redis, err := ratelimit.NewRedis(pc.RedisURL, ratelimit.WithCoolDown(pc.RedisCoolDown), ratelimit.WithLogger(o.logger))
-	if err != nil {
-		return nil, nil, fmt.Errorf("provider: rate limits: %w", err)
+	return ratelimit.NewMemory(ratelimit.WithClock(o.now))
+}
+
+// Limiter counts attempts for the rate limits: publicauth's Limiter, which
+// ratelimit.Memory and package ratelimit/redis's Limiter implement.
+type Limiter = publicauth.Limiter
+
+// WithLimiter makes every rate limit of the provider (login, registration, mail, PIN, token
+// errors) count its attempts in l instead of in this process's memory: a limiter that
+// replicas share, such as package ratelimit/redis's, so that a limit holds across them. The
+// caller keeps ownership: Close does not close it. A limiter with a method
+// Breaker() (ratelimit.BreakerState, uint64), as ratelimit/redis's has, reports its circuit
+// breaker in Stats.
+func WithLimiter(l Limiter) Option {
+	return func(o *options) error {
+		if l == nil {
+			return errors.New("provider: WithLimiter(nil)")
+		}
+		o.limiter = l
+		return nil
 	}
-	return redis, redis.Close, nil
 }
 
 // newPublicAuth builds the public authentication service of cfg over store and limiter,

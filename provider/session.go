@@ -1,9 +1,12 @@
 package provider
 
 import (
+	"bytes"
+	"encoding/json"
+	"maps"
+	"slices"
 	"time"
 
-	"github.com/mohae/deepcopy"
 	"github.com/ory/fosite"
 	"github.com/ory/fosite/handler/openid"
 	"github.com/ory/fosite/token/jwt"
@@ -44,13 +47,100 @@ func newSession() *Session {
 	}}
 }
 
-// Clone deep-copies the session. openid.DefaultSession has its own Clone, but it would return
-// a *DefaultSession and drop our fields.
+// Clone deep-copies the session, field by field: every map, slice and pointer of the copy
+// is its own, so fosite may change either without the other seeing it, and the unexported
+// fields are copied too. openid.DefaultSession has its own Clone, but it would return a
+// *DefaultSession and drop our fields. TestSessionCloneCopiesEveryField fails when a field
+// is added here or to fosite's session without being copied.
 func (s *Session) Clone() fosite.Session {
 	if s == nil {
 		return nil
 	}
-	return deepcopy.Copy(s).(*Session)
+	c := *s // the strings, flags and times
+	c.DefaultSession = cloneDefaultSession(s.DefaultSession)
+	c.ClaimsRequest = s.ClaimsRequest.clone()
+	return &c
+}
+
+// cloneDefaultSession deep-copies fosite's OpenID Connect session.
+func cloneDefaultSession(d openid.DefaultSession) openid.DefaultSession {
+	if d.Claims != nil {
+		claims := *d.Claims
+		claims.Audience = slices.Clone(claims.Audience)
+		claims.AuthenticationMethodsReferences = slices.Clone(claims.AuthenticationMethodsReferences)
+		claims.Extra = cloneJSONMap(claims.Extra)
+		d.Claims = &claims
+	}
+	if d.Headers != nil {
+		d.Headers = &jwt.Headers{Extra: cloneJSONMap(d.Headers.Extra)}
+	}
+	d.ExpiresAt = maps.Clone(d.ExpiresAt)
+	return d
+}
+
+// clone deep-copies a claims request; nil stays nil, and so do its members' nil requests.
+func (c *claimsParameter) clone() *claimsParameter {
+	if c == nil {
+		return nil
+	}
+	return &claimsParameter{IDToken: cloneClaimRequests(c.IDToken), Userinfo: cloneClaimRequests(c.Userinfo)}
+}
+
+func cloneClaimRequests(m map[string]*claimRequest) map[string]*claimRequest {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]*claimRequest, len(m))
+	for name, r := range m {
+		if r != nil {
+			r = &claimRequest{Essential: r.Essential, Value: bytes.Clone(r.Value), Values: cloneJSONSlice(r.Values)}
+		}
+		out[name] = r
+	}
+	return out
+}
+
+// cloneJSONMap deep-copies a map of claim values (cloneJSONValue).
+func cloneJSONMap(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = cloneJSONValue(v)
+	}
+	return out
+}
+
+func cloneJSONSlice(s []any) []any {
+	if s == nil {
+		return nil
+	}
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = cloneJSONValue(v)
+	}
+	return out
+}
+
+// cloneJSONValue deep-copies a claim value: the shapes JSON decodes to (maps, arrays and
+// scalars) and those WithClaims functions usually return ([]string, map[string]string,
+// json.RawMessage). A value of any other type is a scalar or a value the embedder gave,
+// which nothing in Gatehouse changes, and is shared.
+func cloneJSONValue(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		return cloneJSONMap(v)
+	case []any:
+		return cloneJSONSlice(v)
+	case []string:
+		return slices.Clone(v)
+	case map[string]string:
+		return maps.Clone(v)
+	case json.RawMessage:
+		return json.RawMessage(bytes.Clone(v))
+	}
+	return v
 }
 
 var _ fosite.Session = (*Session)(nil)

@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"crypto"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -10,8 +9,6 @@ import (
 
 	"github.com/go-jose/go-jose/v3"
 	"github.com/ory/fosite/token/jwt"
-
-	"github.com/gatehouse-id/gatehouse/internal/rsasign"
 )
 
 // jwtSigner is fosite's jwt.Signer over the key set: it signs with the active key of one
@@ -48,36 +45,14 @@ func signJWT(k *signingKey, claims jwt.MapClaims, header map[string]any) (string
 		}
 	}
 	token.Header["kid"] = k.kid
-	// Sign with the bare private key or rsaSigner: given a JSONWebKey, go-jose validates the
-	// key on every signature, which for RSA costs as much as the signature itself.
+	// Sign with the bare private key (a key of the database) or an opaque signer (an
+	// external key, WithSigner): given a JSONWebKey, go-jose validates the key on every
+	// signature, which for RSA costs as much as the signature itself.
 	raw, err := token.SignedString(k.signer)
 	if err != nil {
 		return "", "", err
 	}
 	return raw, raw[strings.LastIndexByte(raw, '.')+1:], nil
-}
-
-// rsaSigner is an RS256 key as go-jose's OpaqueSigner, so that the signature is computed by
-// the backend Config.RSASigner chose; go-jose builds the JWS around it exactly as around an
-// *rsa.PrivateKey.
-type rsaSigner struct {
-	s      *rsasign.Signer
-	public *jose.JSONWebKey
-}
-
-var _ jose.OpaqueSigner = (*rsaSigner)(nil)
-
-func (r *rsaSigner) Public() *jose.JSONWebKey { return r.public }
-
-func (r *rsaSigner) Algs() []jose.SignatureAlgorithm { return []jose.SignatureAlgorithm{jose.RS256} }
-
-// SignPayload signs the JWS signing input with RSASSA-PKCS1-v1_5 SHA-256 (RFC 7518 §3.3).
-func (r *rsaSigner) SignPayload(payload []byte, alg jose.SignatureAlgorithm) ([]byte, error) {
-	if alg != jose.RS256 {
-		return nil, fmt.Errorf("RSA key signs RS256, not %s", alg)
-	}
-	digest := sha256.Sum256(payload)
-	return r.s.Sign(nil, digest[:], crypto.SHA256)
 }
 
 // audienceClaim is how aud is written: a single audience as a string, as the SSO interface

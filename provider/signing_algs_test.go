@@ -10,7 +10,6 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
 
-	"github.com/gatehouse-id/gatehouse/internal/rsasign"
 	"github.com/gatehouse-id/gatehouse/provider"
 	"github.com/gatehouse-id/gatehouse/storage/storagetest"
 )
@@ -20,37 +19,21 @@ import (
 // from a refresh, verify with go-oidc against the published JWKS, whose key for the token's
 // kid has the algorithm's key type; the ID token's at_hash is the algorithm's (SHA-512 for
 // EdDSA, which go-oidc checks), and the provider's own fast path (UserInfo) accepts the
-// access token. Discovery lists every algorithm. RS256 runs once per RSA signer
-// (Config.RSASigner): OpenSSL's signatures must pass the same relying party as Go's.
+// access token. Discovery lists every algorithm.
 func TestSigningAlgorithms(t *testing.T) {
 	t.Parallel()
-	_, opensslErr := rsasign.Open(rsasign.Options{Backend: rsasign.OpenSSL})
 	cases := []struct {
 		alg      string
 		kty, crv string
-		// rsaSigner is Config.RSASigner; wantRSA the backend it must end up with.
-		rsaSigner, wantRSA string
 	}{
-		{provider.AlgRS256, "RSA", "", "", map[bool]string{true: "openssl", false: "go"}[opensslErr == nil]},
-		{provider.AlgRS256, "RSA", "", provider.RSASignerGo, "go"},
-		{provider.AlgRS256, "RSA", "", provider.RSASignerOpenSSL, "openssl"},
-		{provider.AlgES256, "EC", "P-256", "", ""},
-		{provider.AlgEdDSA, "OKP", "Ed25519", "", ""},
+		{provider.AlgRS256, "RSA", ""},
+		{provider.AlgES256, "EC", "P-256"},
+		{provider.AlgEdDSA, "OKP", "Ed25519"},
 	}
 	forEachBackend(t, func(t *testing.T, b storagetest.Backend) {
 		for _, c := range cases {
-			name := c.alg
-			if c.rsaSigner != "" {
-				name += "/" + c.rsaSigner
-			}
-			t.Run(name, func(t *testing.T) {
-				if c.rsaSigner == provider.RSASignerOpenSSL && opensslErr != nil {
-					t.Skipf("OpenSSL is unavailable: %v", opensslErr)
-				}
-				e := newEnv(t, b, provider.Config{AccessTokenAlg: c.alg, RSASigner: c.rsaSigner})
-				if got := e.p.RSABackend(); c.wantRSA != "" && got != c.wantRSA {
-					t.Fatalf("RS256 signer: got %s, want %s", got, c.wantRSA)
-				}
+			t.Run(c.alg, func(t *testing.T) {
+				e := newEnv(t, b, provider.Config{AccessTokenAlg: c.alg})
 				alice := e.user(t, "alice@example.com", "Alice")
 				client := e.client(t, provider.ClientSpec{ID: "app", FirstParty: true, IDTokenAlg: c.alg})
 				rp := e.relyingParty(t, client)

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"database/sql"
+	"github.com/gatehouse-id/gatehouse/internal/outbound"
 	"maps"
 	"strings"
 	"sync"
@@ -36,8 +37,9 @@ type Stats struct {
 	MailQueued, MailDue, MailGivenUp int64
 	// Pool is the database connection pool's statistics (open, in use, idle, waits).
 	Pool sql.DBStats
-	// RedisBreaker is the circuit breaker of the rate limits' Redis (PublicAuthConfig.RedisURL);
-	// nil when the counters live in memory.
+	// RedisBreaker is the circuit breaker of the limiter given with WithLimiter, when it
+	// has one (package ratelimit/redis's: the rate limits' Redis); nil otherwise, as when
+	// the counters live in memory.
 	RedisBreaker *RedisBreakerStats
 	// ActiveKeyCreated is when the key each algorithm signs with now was created, by
 	// algorithm ("RS256", "ES256", "EdDSA").
@@ -81,8 +83,10 @@ func (p *Provider) Stats() Stats {
 		s.MailQueued, s.MailDue, s.MailGivenUp = -1, -1, -1
 	}
 	if cl, ok := p.limiter.(countingLimiter); ok {
-		if r, ok := cl.Limiter.(*ratelimit.Redis); ok {
-			state, opened := r.Breaker()
+		if b, ok := cl.Limiter.(interface {
+			Breaker() (ratelimit.BreakerState, uint64)
+		}); ok {
+			state, opened := b.Breaker()
 			s.RedisBreaker = &RedisBreakerStats{State: state.String(), Opened: opened}
 		}
 	}
@@ -105,7 +109,15 @@ type opsCounters struct {
 }
 
 func newOpsCounters() *opsCounters {
-	return &opsCounters{refusals: map[string]uint64{}, outbound: map[OutboundFailure]uint64{}}
+	// Every outbound series exists from the start, at zero, so that a dashboard's rate()
+	// sees the first failure and /metrics always names the family.
+	failures := map[OutboundFailure]uint64{}
+	for _, purpose := range []string{purposeJWKS, purposeBackchannelLogout} {
+		for _, reason := range outbound.Reasons() {
+			failures[OutboundFailure{Purpose: purpose, Reason: reason}] = 0
+		}
+	}
+	return &opsCounters{refusals: map[string]uint64{}, outbound: failures}
 }
 
 func (c *opsCounters) snapshot() Stats {

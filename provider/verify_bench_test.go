@@ -1,10 +1,6 @@
 package provider
 
 import (
-	"context"
-	"crypto/rand"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -14,13 +10,7 @@ import (
 // BenchmarkParseJWT measures the signature check of the verify path (keySet.parse) for each
 // algorithm the provider signs with.
 func BenchmarkParseJWT(b *testing.B) {
-	ctx := context.Background()
-	store, seal := openKeyStore(b)
-	ks := &keySet{store: store, sealer: seal, random: rand.Reader, now: time.Now,
-		log: slog.New(slog.NewTextHandler(io.Discard, nil)), retention: time.Hour, reloadEvery: time.Hour}
-	if err := ks.ensure(ctx); err != nil {
-		b.Fatal(err)
-	}
+	ks := openKeySet(b)
 	for _, alg := range supportedAlgs {
 		k, err := ks.activeKey(alg)
 		if err != nil {

@@ -63,7 +63,7 @@ type Config struct {
 	TrustedProxies []netip.Prefix
 	// Limits are the rate limits and the login lockout; see RateLimits for defaults.
 	Limits RateLimits
-	// PasswordHashConcurrency is how many argon2id hashes or verifications (about 19 MiB
+	// PasswordHashConcurrency is how many argon2id hashes or verifications (about 7 MiB
 	// each) run at once; it bounds the memory a burst of logins takes. Hashing is CPU-bound,
 	// so more than the CPUs buys no throughput. Default runtime.GOMAXPROCS(0).
 	PasswordHashConcurrency int
@@ -74,14 +74,15 @@ type Config struct {
 	// hash durations (16 × ~50 ms by default). Default 16 × PasswordHashConcurrency; a
 	// negative value means none may wait.
 	PasswordHashQueue int
-	// PasswordHasher says who computes argon2id: PasswordHasherAuto (default: the native
-	// AVX2 fill when the binary was built with cgo on Linux amd64, the CPU has AVX2 and
-	// the fill passes a self-test, else golang.org/x/crypto/argon2; New logs which and
-	// why), PasswordHasherNative (New fails without it) or PasswordHasherGo. The native
-	// fill takes well under half the CPU and leaves no garbage (it keeps up to
-	// PasswordHashConcurrency hashes' memory for reuse, until 5 s after the last hash);
-	// both compute the same hashes, so the choice can change at any time. See package
-	// internal/argon2id.
+	// PasswordHasher says who computes argon2id: PasswordHasherAuto (default: Go's
+	// golang.org/x/crypto/argon2, unless the binary was built with the build tag
+	// gatehouse_native_argon2, with cgo, on Linux amd64, the CPU has AVX2 and the native
+	// fill passes a self-test; New logs which and why), PasswordHasherNative (New fails
+	// unless the native fill is compiled in and runs here) or PasswordHasherGo. The native
+	// fill is hand-written C, opt-in for that reason; it takes well under half the CPU and
+	// leaves no garbage (it keeps up to PasswordHashConcurrency hashes' memory for reuse,
+	// until 5 s after the last hash); both compute the same hashes, so the choice can change
+	// at any time. See package internal/argon2id.
 	PasswordHasher string
 	// MailRetryInterval is how often this service's mail worker looks for mail in the
 	// outbox due for another attempt (a mail is tried at once when queued; after a failure

@@ -56,7 +56,7 @@ func TestRegister(t *testing.T) {
 			if stored.Status != publicauth.StatusActive || stored.EmailVerified {
 				t.Errorf("stored status %q, emailVerified %v; want %q, false", stored.Status, stored.EmailVerified, publicauth.StatusActive)
 			}
-			if !strings.HasPrefix(stored.PasswordHash, "$argon2id$v=19$m=19456,t=2,p=1$") {
+			if !strings.HasPrefix(stored.PasswordHash, "$argon2id$v=19$m=7168,t=5,p=1$") {
 				t.Errorf("stored password hash = %q, want an argon2id PHC string", stored.PasswordHash)
 			}
 		})

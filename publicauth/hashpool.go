@@ -9,8 +9,8 @@ import (
 )
 
 // hashPool bounds the argon2id work of a Service. Each hash or verification holds about
-// 19 MiB while it runs, so without a bound a burst of logins grows the heap by that much per
-// request; with it, the memory is at most slots × 19 MiB whatever the burst. A caller that
+// 7 MiB while it runs, so without a bound a burst of logins grows the heap by that much per
+// request; with it, the memory is at most slots × 7 MiB whatever the burst. A caller that
 // finds every slot busy may wait for one if the queue has room, else it is refused with
 // ErrBusy at once. Waiting costs no memory and no CPU (a blocked channel send), and the
 // hashing is CPU-bound, so slots near GOMAXPROCS keep the throughput.
@@ -18,12 +18,12 @@ import (
 // The native fill (internal/argon2id) reuses a hash's memory for the next hash, leaving no
 // garbage: hashBytes is then 0 and the pool never collects. Where it cannot be used,
 // golang.org/x/crypto/argon2 allocates a hash's memory afresh on every call and takes no
-// buffer, so each hash leaves 19 MiB of garbage. Left to the collector's own pacing, that
+// buffer, so each hash leaves 7 MiB of garbage. Left to the collector's own pacing, that
 // garbage piles up to the heap's next target, several hashes' worth: peak memory grows, and
 // under a memory limit the runtime hands the pages back to the kernel and faults them in
 // again on the next hash. So when the heap the collector must scan is smaller than the
 // hash's memory (Gatehouse as a server), a slot collects before it takes the next hash: the
-// next hash reuses the freed memory, and the pool's memory stays slots × 19 MiB. With a
+// next hash reuses the freed memory, and the pool's memory stays slots × 7 MiB. With a
 // larger scannable heap (an application embedding Gatehouse) a collection would cost more
 // than it saves, and the pool leaves the garbage to the collector.
 type hashPool struct {

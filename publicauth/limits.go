@@ -34,7 +34,7 @@ type Limiter interface {
 
 // LimiterLogLevel is the level to log a Limiter's error at: ERROR, or DEBUG when the
 // limiter failed fast without trying, which its error says with a method FailingFast() bool
-// reporting true (ratelimit.Redis while its circuit breaker is open). The limiter logged
+// reporting true (ratelimit/redis.Limiter while its circuit breaker is open). The limiter logged
 // that failure once when it began: an outage of Redis is then one line, not one a request.
 func LimiterLogLevel(err error) slog.Level {
 	var ff interface{ FailingFast() bool }

@@ -17,9 +17,9 @@ func TestHashPasswordWritesPHCStringThatVerifies(t *testing.T) {
 	if err != nil {
 		t.Fatalf("HashPassword: %v", err)
 	}
-	phc := regexp.MustCompile(`^\$argon2id\$v=19\$m=19456,t=2,p=1\$[A-Za-z0-9+/]{22}\$[A-Za-z0-9+/]{43}$`)
+	phc := regexp.MustCompile(`^\$argon2id\$v=19\$m=7168,t=5,p=1\$[A-Za-z0-9+/]{22}\$[A-Za-z0-9+/]{43}$`)
 	if !phc.MatchString(hash) {
-		t.Errorf("hash = %q, want an argon2id PHC string with m=19456,t=2,p=1, 16-byte salt, 32-byte key", hash)
+		t.Errorf("hash = %q, want an argon2id PHC string with m=7168,t=5,p=1, 16-byte salt, 32-byte key", hash)
 	}
 	for _, tc := range []struct {
 		name string
@@ -69,6 +69,17 @@ func TestVerifyPasswordReadsParametersFromStoredHash(t *testing.T) {
 		ok, err := publicauth.VerifyPassword("an older password", hash)
 		if err != nil || !ok {
 			t.Errorf("VerifyPassword = %v, %v; want true, nil", ok, err)
+		}
+	})
+	t.Run("hash of the earlier default (19 MiB, 2 passes) verifies", func(t *testing.T) {
+		// Made by golang.org/x/crypto/argon2 with the parameters new hashes had before the
+		// default became 7 MiB, 5 passes: stored passwords keep working.
+		const earlier = "$argon2id$v=19$m=19456,t=2,p=1$ZWFybGllci1kZWZhdWx0IQ$IyWd+gUN4ow0cYBU5DE6ynNbUO8w2JkC4ldjLSRoKH8"
+		if ok, err := publicauth.VerifyPassword("correct horse battery staple", earlier); err != nil || !ok {
+			t.Errorf("VerifyPassword = %v, %v; want true, nil", ok, err)
+		}
+		if ok, err := publicauth.VerifyPassword("correct horse battery stapler", earlier); err != nil || ok {
+			t.Errorf("VerifyPassword(wrong password) = %v, %v; want false, nil", ok, err)
 		}
 	})
 	t.Run("reference implementation vector verifies", func(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/internal/cutproxy"
 	"github.com/gatehouse-id/gatehouse/internal/testlog"
 	"github.com/gatehouse-id/gatehouse/publicauth"
-	"github.com/gatehouse-id/gatehouse/ratelimit"
+	redislimit "github.com/gatehouse-id/gatehouse/ratelimit/redis"
 	"github.com/gatehouse-id/gatehouse/storage/storagetest"
 )
 
@@ -26,9 +26,9 @@ func TestRedisSharedLockout(t *testing.T) {
 	store := b.Open(t)
 	prefix := "gatehouse-test:" + rand.Text() + ":"
 	limiter := func() publicauth.Option {
-		r, err := ratelimit.NewRedis(testRedisURL, ratelimit.WithPrefix(prefix))
+		r, err := redislimit.New(testRedisURL, redislimit.WithPrefix(prefix))
 		if err != nil {
-			t.Fatalf("NewRedis: %v", err)
+			t.Fatalf("redis.New: %v", err)
 		}
 		t.Cleanup(func() { _ = r.Close() })
 		return publicauth.WithLimiter(r)
@@ -63,7 +63,7 @@ func TestRedisOutageLoggedOnce(t *testing.T) {
 	}
 	proxy := cutproxy.Start(t, u.Host)
 	u.Host = proxy.Addr()
-	r, err := ratelimit.NewRedis(u.String(), ratelimit.WithPrefix("gatehouse-test:"+rand.Text()+":"), ratelimit.WithCoolDown(time.Hour))
+	r, err := redislimit.New(u.String(), redislimit.WithPrefix("gatehouse-test:"+rand.Text()+":"), redislimit.WithCoolDown(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gatehouse-id/gatehouse/internal/cutproxy"
 	"github.com/gatehouse-id/gatehouse/ratelimit"
+	redislimit "github.com/gatehouse-id/gatehouse/ratelimit/redis"
 )
 
 // After Redis fails, the limiter's circuit breaker fails every call at once, without
@@ -29,9 +30,9 @@ func TestRedisBreaker(t *testing.T) {
 	clock := &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	var logs bytes.Buffer
 	const coolDown = time.Minute
-	limiter, err := ratelimit.NewRedis(via.String(), ratelimit.WithPrefix(testPrefix(t, redisClient(t))),
-		ratelimit.WithTimeout(5*time.Second), ratelimit.WithCoolDown(coolDown), ratelimit.WithClock(clock.Now),
-		ratelimit.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	limiter, err := redislimit.New(via.String(), redislimit.WithPrefix(testPrefix(t, redisClient(t))),
+		redislimit.WithTimeout(5*time.Second), redislimit.WithCoolDown(coolDown), redislimit.WithClock(clock.Now),
+		redislimit.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func TestRedisBreaker(t *testing.T) {
 			_, _, exceededErr := limiter.Exceeded(ctx, "k", 5, time.Minute)
 			for _, err := range []error{hitErr, exceededErr, limiter.Reset(ctx, "k")} {
 				var ff interface{ FailingFast() bool }
-				if !errors.Is(err, ratelimit.ErrBreakerOpen) || !errors.As(err, &ff) || !ff.FailingFast() {
+				if !errors.Is(err, redislimit.ErrBreakerOpen) || !errors.As(err, &ff) || !ff.FailingFast() {
 					t.Fatalf("%s: got %v, want ErrBreakerOpen", when, err)
 				}
 			}
@@ -66,7 +67,7 @@ func TestRedisBreaker(t *testing.T) {
 	failsOnRedis := func(when string) {
 		t.Helper()
 		contacts := proxy.Accepted()
-		if ok, _, err := limiter.Hit(ctx, "k", 5, time.Minute); err == nil || ok || errors.Is(err, ratelimit.ErrBreakerOpen) {
+		if ok, _, err := limiter.Hit(ctx, "k", 5, time.Minute); err == nil || ok || errors.Is(err, redislimit.ErrBreakerOpen) {
 			t.Fatalf("%s: Hit = %v, %v; want Redis's error", when, ok, err)
 		}
 		if proxy.Accepted() == contacts {

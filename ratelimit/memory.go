@@ -68,7 +68,7 @@ func (m *Memory) Hit(_ context.Context, key string, limit int, window time.Durat
 	if w.count <= limit {
 		return true, 0, nil
 	}
-	return false, retryAfter(w.end.Sub(now)), nil
+	return false, RetryAfter(w.end.Sub(now)), nil
 }
 
 // Exceeded reports, without recording anything, whether key's current window already holds
@@ -86,7 +86,7 @@ func (m *Memory) Exceeded(_ context.Context, key string, limit int, window time.
 	if !held || !now.Before(w.end) || w.count < limit {
 		return false, 0, nil
 	}
-	return true, retryAfter(w.end.Sub(now)), nil
+	return true, RetryAfter(w.end.Sub(now)), nil
 }
 
 // Reset forgets every attempt recorded under key. It never fails.

@@ -24,8 +24,8 @@ func TestRetryAfterRounding(t *testing.T) {
 		{time.Minute, time.Minute},
 		{-time.Second, time.Second},
 	} {
-		if got := retryAfter(c.left); got != c.want {
-			t.Errorf("retryAfter(%v) = %v, want %v", c.left, got, c.want)
+		if got := RetryAfter(c.left); got != c.want {
+			t.Errorf("RetryAfter(%v) = %v, want %v", c.left, got, c.want)
 		}
 	}
 }

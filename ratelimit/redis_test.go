@@ -7,16 +7,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse-id/gatehouse/ratelimit"
+	redislimit "github.com/gatehouse-id/gatehouse/ratelimit/redis"
 )
 
 // Two limiters on the same server and prefix, as two replicas would have, share their counts.
 func TestRedisReplicasShareCounts(t *testing.T) {
 	rawURL := redisURL(t)
 	prefix := testPrefix(t, redisClient(t))
-	var replicas [2]*ratelimit.Redis
+	var replicas [2]*redislimit.Limiter
 	for i := range replicas {
-		r, err := ratelimit.NewRedis(rawURL, ratelimit.WithPrefix(prefix), ratelimit.WithTimeout(5*time.Second))
+		r, err := redislimit.New(rawURL, redislimit.WithPrefix(prefix), redislimit.WithTimeout(5*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,7 +45,7 @@ func TestRedisReplicasShareCounts(t *testing.T) {
 	}
 
 	// A limiter on another prefix counts apart.
-	other, err := ratelimit.NewRedis(rawURL, ratelimit.WithPrefix(testPrefix(t, redisClient(t))))
+	other, err := redislimit.New(rawURL, redislimit.WithPrefix(testPrefix(t, redisClient(t))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestRedisReplicasShareCounts(t *testing.T) {
 func TestRedisRepairsLostTTL(t *testing.T) {
 	client := redisClient(t)
 	prefix := testPrefix(t, client)
-	limiter := ratelimit.NewRedisFromClient(client, ratelimit.WithPrefix(prefix), ratelimit.WithTimeout(5*time.Second))
+	limiter := redislimit.NewFromClient(client, redislimit.WithPrefix(prefix), redislimit.WithTimeout(5*time.Second))
 	const limit, window = 3, time.Minute
 	for _, c := range []struct {
 		key   string
@@ -96,7 +96,7 @@ func TestRedisRepairsLostTTL(t *testing.T) {
 func TestRedisKeysUnderPrefix(t *testing.T) {
 	client := redisClient(t)
 	prefix := testPrefix(t, client)
-	limiter := ratelimit.NewRedisFromClient(client, ratelimit.WithPrefix(prefix), ratelimit.WithTimeout(5*time.Second))
+	limiter := redislimit.NewFromClient(client, redislimit.WithPrefix(prefix), redislimit.WithTimeout(5*time.Second))
 	hit(t, limiter, "login:ip:192.0.2.1", 1, time.Minute)
 	n, err := client.Exists(t.Context(), prefix+"login:ip:192.0.2.1").Result()
 	if err != nil || n != 1 {
@@ -111,7 +111,7 @@ func TestRedisOutageIsAnError(t *testing.T) {
 	down := closedPort(t)
 	for _, c := range []struct{ name, addr string }{{"down", down}, {"stalled", stalled}} {
 		t.Run(c.name, func(t *testing.T) {
-			limiter, err := ratelimit.NewRedis("redis://"+c.addr+"/0", ratelimit.WithTimeout(100*time.Millisecond))
+			limiter, err := redislimit.New("redis://"+c.addr+"/0", redislimit.WithTimeout(100*time.Millisecond))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -119,7 +119,7 @@ func TestRedisOutageIsAnError(t *testing.T) {
 			ctx := t.Context()
 			if ok, _, err := limiter.Hit(ctx, "k", 5, time.Minute); err == nil || ok {
 				t.Errorf("Hit = ok %v, err %v; want not ok and an error", ok, err)
-			} else if !strings.HasPrefix(err.Error(), "ratelimit: Redis hit: ") {
+			} else if !strings.HasPrefix(err.Error(), "ratelimit/redis: Redis hit: ") {
 				t.Errorf("Hit error %q is not wrapped", err)
 			}
 			if over, _, err := limiter.Exceeded(ctx, "k", 5, time.Minute); err == nil || over {
@@ -192,7 +192,7 @@ func TestNewRedisRefusesBadURLs(t *testing.T) {
 		"",
 	} {
 		t.Run(rawURL, func(t *testing.T) {
-			r, err := ratelimit.NewRedis(rawURL)
+			r, err := redislimit.New(rawURL)
 			if err == nil {
 				_ = r.Close()
 				t.Fatalf("NewRedis(%q) succeeded", rawURL)

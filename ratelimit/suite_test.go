@@ -13,12 +13,15 @@ import (
 
 	"github.com/gatehouse-id/gatehouse/publicauth"
 	"github.com/gatehouse-id/gatehouse/ratelimit"
+	redislimit "github.com/gatehouse-id/gatehouse/ratelimit/redis"
 )
 
-// Both limiters are the Limiter that publicauth needs.
+// Both limiters are the Limiter that publicauth needs. The Redis limiter lives in package
+// ratelimit/redis, so that only programs using Redis link go-redis; its behaviour tests run
+// here, in this suite beside Memory's, and in redis_test.go and breaker_test.go.
 var (
 	_ publicauth.Limiter = (*ratelimit.Memory)(nil)
-	_ publicauth.Limiter = (*ratelimit.Redis)(nil)
+	_ publicauth.Limiter = (*redislimit.Limiter)(nil)
 )
 
 // Environment variables that select the Redis server of the tests.
@@ -87,8 +90,8 @@ func openMemory(*testing.T) subject {
 func openRedis(t *testing.T) subject {
 	client := redisClient(t)
 	return subject{
-		limiter: ratelimit.NewRedisFromClient(client, ratelimit.WithPrefix(testPrefix(t, client)),
-			ratelimit.WithTimeout(5*time.Second)), // a loaded test machine, not a Redis outage
+		limiter: redislimit.NewFromClient(client, redislimit.WithPrefix(testPrefix(t, client)),
+			redislimit.WithTimeout(5*time.Second)), // a loaded test machine, not a Redis outage
 		elapse:      func(_ *testing.T, d time.Duration) { time.Sleep(d) },
 		shortWindow: 1200 * time.Millisecond,
 	}

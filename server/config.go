@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gatehouse-id/gatehouse/provider"
 	"github.com/gatehouse-id/gatehouse/publicauth"
@@ -35,6 +36,22 @@ type Config struct {
 	// (--demo, GATEHOUSE_DEMO). When neither is given it is on exactly when neither the
 	// issuer nor the DSN was configured: the out-of-the-box local run.
 	Demo bool
+	// RedisLimits keeps the rate-limit counters in Redis when its URL is set.
+	RedisLimits RedisLimits
+}
+
+// RedisLimits configures the Redis that the rate limits of every replica share; the server
+// gives the provider a limiter of package ratelimit/redis on it (provider.WithLimiter).
+type RedisLimits struct {
+	// URL, when set ("redis://[user:pass@]host:6379/0" or "rediss://…"; --redis-url,
+	// GATEHOUSE_REDIS_URL), keeps the counters in Redis. Default empty: in this process's
+	// memory, which is right for a single node.
+	URL string
+	// CoolDown is how long, after a failure of Redis, the rate limits fail open at once
+	// without trying Redis (its circuit breaker is open), before one request probes it
+	// again (--redis-cool-down, GATEHOUSE_REDIS_COOL_DOWN, default
+	// redis.DefaultCoolDown, 5s); see redis.WithCoolDown.
+	CoolDown time.Duration
 }
 
 // storeSettings are the settings every subcommand that opens the database shares.
@@ -103,9 +120,10 @@ func serveCommand() (c *command, resolve func() (Config, error)) {
 	c.durationVar(&pc.LoginRequestLifespan, "login-request-ttl", "GATEHOUSE_LOGIN_REQUEST_TTL", provider.DefaultLoginRequestLifespan, "time a user has to log in and consent during an authorization request")
 	c.oneOfVar(&pc.AccessTokenAlg, "access-token-alg", "GATEHOUSE_ACCESS_TOKEN_ALG", provider.DefaultAccessTokenAlg,
 		[]string{provider.AlgRS256, provider.AlgES256, provider.AlgEdDSA}, "access token signing algorithm: RS256, ES256 or EdDSA")
-	c.oneOfVar(&pc.RSASigner, "rsa-signer", "GATEHOUSE_RSA_SIGNER", provider.DefaultRSASigner,
-		[]string{provider.RSASignerAuto, provider.RSASignerOpenSSL, provider.RSASignerGo},
-		"who computes RS256 signatures: auto (OpenSSL's libcrypto when it loads, else Go's crypto/rsa), openssl (refuse to start without it) or go")
+	c.add("rsa-signer", "auto|go", "GATEHOUSE_RSA_SIGNER", "auto",
+		"kept so that existing settings still start: RS256 is signed with Go's crypto/rsa;\n"+
+			"      auto and go are accepted and change nothing, openssl is refused",
+		checkRSASigner)
 	c.boolVar(&pc.AllowConfidentialWithoutPKCE, "allow-confidential-without-pkce", "GATEHOUSE_ALLOW_CONFIDENTIAL_WITHOUT_PKCE", false,
 		"let confidential clients omit PKCE (public clients always need it)")
 	c.boolVar(&pc.DPoP.RequireNonce, "dpop-require-nonce", "GATEHOUSE_DPOP_REQUIRE_NONCE", false,
@@ -124,7 +142,7 @@ func serveCommand() (c *command, resolve func() (Config, error)) {
 	c.stringVar(&pc.TemplateDir, "template-dir", "DIR", "GATEHOUSE_TEMPLATE_DIR", "",
 		"directory of *.html files replacing the hosted pages of the same name")
 	addRegistrationFlag(c, &pc.Registration)
-	addPublicAuthFlags(c, &pc.PublicAuth)
+	addPublicAuthFlags(c, &pc.PublicAuth, &cfg.RedisLimits)
 	addSocialFlags(c, &pc.Social)
 	addPermissionFlags(c, &pc.Permissions)
 	addPARFlags(c, pc)
@@ -176,4 +194,19 @@ func parseServeConfig(args []string, lookupEnv func(string) (string, bool)) (*co
 	}
 	cfg, err := resolve()
 	return c, cfg, err
+}
+
+// checkRSASigner accepts the values --rsa-signer took when it chose between OpenSSL and Go's
+// crypto/rsa, so that a deployment's settings still start: auto and go now mean crypto/rsa,
+// which signs every RS256 signature; openssl, which the server no longer links, is refused
+// with the way to sign elsewhere.
+func checkRSASigner(v string) error {
+	switch strings.ToLower(v) {
+	case "auto", "go":
+		return nil
+	case "openssl":
+		return errors.New("OpenSSL is no longer linked: RS256 is signed with Go's crypto/rsa (remove the setting); " +
+			"to sign with OpenSSL, a KMS or an HSM, embed the provider and pass provider.WithSigner")
+	}
+	return errors.New("want auto or go")
 }

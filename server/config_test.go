@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,9 +34,6 @@ func TestServeConfigPrecedence(t *testing.T) {
 					if got[k] != want[k] {
 						t.Errorf("%s: got %q, want %q", k, got[k], want[k])
 					}
-				}
-				if cfg.Provider.RSASigner != "auto" {
-					t.Errorf("RSA signer: got %q, want auto", cfg.Provider.RSASigner)
 				}
 				if cfg.Provider.AccessTokenLifespan != time.Hour || cfg.Provider.RefreshTokenLifespan != 720*time.Hour {
 					t.Errorf("lifespans: got access %v refresh %v, want 1h and 720h", cfg.Provider.AccessTokenLifespan, cfg.Provider.RefreshTokenLifespan)
@@ -77,9 +75,6 @@ func TestServeConfigPrecedence(t *testing.T) {
 				"GATEHOUSE_ACCESS_TOKEN_ALG": "es256", "GATEHOUSE_SKIP_MIGRATE": "true", "GATEHOUSE_RSA_SIGNER": "Go",
 			},
 			check: func(t *testing.T, cfg Config) {
-				if cfg.Provider.RSASigner != "go" {
-					t.Errorf("RSA signer: got %q, want go", cfg.Provider.RSASigner)
-				}
 				if cfg.Addr != ":9000" {
 					t.Errorf("addr: got %q, want :9000", cfg.Addr)
 				}
@@ -202,6 +197,8 @@ func TestServeConfigRejectsBadValues(t *testing.T) {
 		{"unknown log level", nil, map[string]string{"GATEHOUSE_LOG_LEVEL": "loud"}},
 		{"unknown algorithm", []string{"--access-token-alg", "HS256"}, nil},
 		{"unknown RSA signer", []string{"--rsa-signer", "boringssl"}, nil},
+		{"RSA signer openssl, no longer linked", []string{"--rsa-signer", "openssl"}, nil},
+		{"RSA signer openssl in the environment", nil, map[string]string{"GATEHOUSE_RSA_SIGNER": "OpenSSL"}},
 		{"unknown password hasher", []string{"--password-hasher", "bcrypt"}, nil},
 		{"demo neither true false nor auto", nil, map[string]string{"GATEHOUSE_DEMO": "maybe"}},
 		{"debug address on every interface", []string{"--debug-addr", ":6060"}, nil},
@@ -220,6 +217,9 @@ func TestServeConfigRejectsBadValues(t *testing.T) {
 			var ue *usageErr
 			if !errors.As(err, &ue) {
 				t.Fatalf("got error %v, want a usage error", err)
+			}
+			if strings.Contains(tt.name, "openssl") && !strings.Contains(err.Error(), "provider.WithSigner") {
+				t.Errorf("got %v, want it to say how to sign with OpenSSL now (provider.WithSigner)", err)
 			}
 		})
 	}

@@ -1,6 +1,7 @@
 // Package server is what a process needs around the provider: configuration from flags and
 // GATEHOUSE_* environment variables, a JSON slog logger, request ids and access logs, panic
-// recovery, Prometheus-format metrics, OpenTelemetry tracing over OTLP when the standard
+// recovery, Prometheus metrics (prometheus/client_golang, with the Go runtime and process
+// collectors; package provider links none of it), OpenTelemetry tracing over OTLP when the standard
 // OTEL_* variables name an endpoint, health and readiness probes, graceful shutdown, the
 // administration subcommands and the demo relying party.
 //

@@ -9,7 +9,7 @@ import (
 
 	"github.com/gatehouse-id/gatehouse/provider"
 	"github.com/gatehouse-id/gatehouse/publicauth"
-	"github.com/gatehouse-id/gatehouse/ratelimit"
+	redislimit "github.com/gatehouse-id/gatehouse/ratelimit/redis"
 )
 
 // addRegistrationFlag registers --registration: open or closed. The third mode, hook,
@@ -29,8 +29,9 @@ func addRegistrationFlag(c *command, mode *provider.RegistrationMode) {
 }
 
 // addPublicAuthFlags registers the serve flags of the mail, PIN gate, magic link and rate
-// limit settings.
-func addPublicAuthFlags(c *command, cfg *provider.PublicAuthConfig) {
+// limit settings; the Redis ones go to rl, which the server turns into the provider's
+// limiter.
+func addPublicAuthFlags(c *command, cfg *provider.PublicAuthConfig, rl *RedisLimits) {
 	c.stringVar(&cfg.SMTPURL, "smtp-url", "URL", "GATEHOUSE_SMTP_URL", "",
 		"mail server: smtp://[user:pass@]host:port (STARTTLS when offered) or smtps://… (implicit\n"+
 			"      TLS); empty: mail is written to the log instead of sent")
@@ -56,10 +57,10 @@ func addPublicAuthFlags(c *command, cfg *provider.PublicAuthConfig) {
 			cfg.MagicLinkAllowedOrigins = strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' })
 			return nil
 		})
-	c.stringVar(&cfg.RedisURL, "redis-url", "URL", "GATEHOUSE_REDIS_URL", "",
+	c.stringVar(&rl.URL, "redis-url", "URL", "GATEHOUSE_REDIS_URL", "",
 		"redis://[user:pass@]host:6379/0 keeps rate limits in Redis, shared by every replica;\n"+
 			"      empty: in this process's memory")
-	c.durationVar(&cfg.RedisCoolDown, "redis-cool-down", "GATEHOUSE_REDIS_COOL_DOWN", ratelimit.DefaultCoolDown,
+	c.durationVar(&rl.CoolDown, "redis-cool-down", "GATEHOUSE_REDIS_COOL_DOWN", redislimit.DefaultCoolDown,
 		"after a failure of Redis, how long rate limits fail open at once without trying Redis,\n"+
 			"      before one request probes it again")
 	c.add("trusted-proxies", "CIDRS", "GATEHOUSE_TRUSTED_PROXIES", "",
@@ -81,7 +82,7 @@ func addPublicAuthFlags(c *command, cfg *provider.PublicAuthConfig) {
 		publicauth.Rate{Limit: publicauth.DefaultLockoutLimit, Window: publicauth.DefaultLockoutWindow},
 		"failed logins that lock an account, and the window that locks it")
 	c.add("password-hash-concurrency", "N", "GATEHOUSE_PASSWORD_HASH_CONCURRENCY", "",
-		fmt.Sprintf("password hashes (argon2id, 19 MiB each) computed at once; up to %d times as many logins\n"+
+		fmt.Sprintf("password hashes (argon2id, 7 MiB each) computed at once; up to %d times as many logins\n"+
 			"      wait for one, more are answered 503; empty: the number of CPUs", publicauth.DefaultPasswordHashQueueFactor),
 		func(v string) error {
 			if v == "" {
@@ -97,8 +98,9 @@ func addPublicAuthFlags(c *command, cfg *provider.PublicAuthConfig) {
 		})
 	c.oneOfVar(&cfg.PasswordHasher, "password-hasher", "GATEHOUSE_PASSWORD_HASHER", publicauth.DefaultPasswordHasher,
 		[]string{publicauth.PasswordHasherAuto, publicauth.PasswordHasherNative, publicauth.PasswordHasherGo},
-		"who computes argon2id password hashes: auto (the native AVX2 fill when the CPU has AVX2,\n"+
-			"      else Go's x/crypto/argon2), native (refuse to start without it) or go; same hashes either way")
+		"who computes argon2id password hashes: auto (Go's x/crypto/argon2; the native AVX2 fill\n"+
+			"      only in a build with -tags gatehouse_native_argon2 on a CPU with AVX2), native (refuse\n"+
+			"      to start without it) or go; same hashes either way")
 	rateVar(c, &cfg.TokenErrorLimit, "token-error-limit", "GATEHOUSE_TOKEN_ERROR_LIMIT",
 		provider.RateLimit{Limit: provider.DefaultTokenErrorLimit, Window: provider.DefaultTokenErrorWindow},
 		"failed client authentications (wrong client secret) one IP may make at the token,\n"+

@@ -24,7 +24,6 @@ func TestPublicAuthFlags(t *testing.T) {
 		TokenErrorLimit:       provider.RateLimit{Limit: 100, Window: time.Minute},
 		AuthorizeIPLimit:      provider.RateLimit{Limit: 100, Window: time.Minute},
 		AuthorizeClientLimit:  provider.RateLimit{Limit: 1000, Window: time.Minute},
-		RedisCoolDown:         5 * time.Second,
 		PasswordHasher:        "auto",
 	}
 	with := func(change func(c *provider.PublicAuthConfig)) provider.PublicAuthConfig {
@@ -33,12 +32,13 @@ func TestPublicAuthFlags(t *testing.T) {
 		return c
 	}
 	tests := []struct {
-		name string
-		args []string
-		env  map[string]string
-		want provider.PublicAuthConfig
+		name  string
+		args  []string
+		env   map[string]string
+		want  provider.PublicAuthConfig
+		redis RedisLimits
 	}{
-		{name: "defaults", want: defaults},
+		{name: "defaults", want: defaults, redis: RedisLimits{CoolDown: 5 * time.Second}},
 		{
 			name: "every flag",
 			args: []string{
@@ -53,7 +53,7 @@ func TestPublicAuthFlags(t *testing.T) {
 			},
 			want: with(func(c *provider.PublicAuthConfig) {
 				c.SMTPURL, c.MailFrom, c.ServiceName = "smtp://mail.example.com:587", "Acme <no-reply@acme.example>", "Acme"
-				c.RequirePIN, c.RedisURL = true, "redis://127.0.0.1:6379/0"
+				c.RequirePIN = true
 				c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("192.0.2.7/32")}
 				c.LoginRateLimit = provider.RateLimit{Limit: 20, Window: 30 * time.Second}
 				c.AccountMailLimit = provider.RateLimit{Limit: 3, Window: time.Hour}
@@ -64,9 +64,9 @@ func TestPublicAuthFlags(t *testing.T) {
 				c.TokenErrorLimit = provider.RateLimit{Limit: 30, Window: 10 * time.Minute}
 				c.AuthorizeIPLimit = provider.RateLimit{Limit: 50, Window: 30 * time.Second}
 				c.AuthorizeClientLimit = provider.RateLimit{Limit: -1, Window: time.Minute}
-				c.RedisCoolDown = 30 * time.Second
 				c.PasswordHasher = "go"
 			}),
+			redis: RedisLimits{URL: "redis://127.0.0.1:6379/0", CoolDown: 30 * time.Second},
 		},
 		{
 			name: "environment, and a flag over it",
@@ -82,6 +82,7 @@ func TestPublicAuthFlags(t *testing.T) {
 				c.LockoutLimit = provider.RateLimit{Limit: 3, Window: 5 * time.Minute}
 				c.PasswordHasher = "native"
 			}),
+			redis: RedisLimits{CoolDown: 5 * time.Second},
 		},
 	}
 	for _, tt := range tests {
@@ -100,6 +101,9 @@ func TestPublicAuthFlags(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("got  %+v\nwant %+v", got, tt.want)
+			}
+			if cfg.RedisLimits != tt.redis {
+				t.Errorf("Redis limits: got %+v, want %+v", cfg.RedisLimits, tt.redis)
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"regexp"
@@ -226,8 +227,9 @@ func TestOutboundFailureMetric(t *testing.T) {
 			{Purpose: "jwks_uri", Reason: "refused_address"}:               3,
 		}}
 	}
-	var out strings.Builder
-	m.writeOps(&out)
+	rec := httptest.NewRecorder()
+	m.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	out := rec.Body
 	want := "# TYPE gatehouse_outbound_request_failures_total counter\n" +
 		`gatehouse_outbound_request_failures_total{purpose="backchannel_logout_uri",reason="refused_address"} 1` + "\n" +
 		`gatehouse_outbound_request_failures_total{purpose="jwks_uri",reason="refused_address"} 3` + "\n" +

@@ -183,6 +183,11 @@ func TestMetricsCountRequests(t *testing.T) {
 		`gatehouse_http_request_duration_seconds_bucket{method="GET",le="+Inf"} 3`,
 		`gatehouse_http_request_duration_seconds_count{method="GET"} 3`,
 		"# TYPE gatehouse_http_request_duration_seconds histogram",
+		// The Go runtime's and the process's collectors.
+		"# TYPE go_goroutines gauge",
+		"# TYPE go_memstats_heap_alloc_bytes gauge",
+		"# TYPE process_resident_memory_bytes gauge",
+		"# TYPE process_cpu_seconds_total counter",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics: missing %q in\n%s", want, body)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-id/gatehouse/provider"
+	redislimit "github.com/gatehouse-id/gatehouse/ratelimit/redis"
 )
 
 // shutdownTimeout bounds a graceful shutdown: requests still running then are cut off.
@@ -54,6 +55,14 @@ func (c *cli) runServer(ctx context.Context, cfg Config) error {
 	opts := []provider.Option{provider.WithLogger(logger), provider.WithEvents(m.event)}
 	if tp := tr.provider(); tp != nil {
 		opts = append(opts, provider.WithTracerProvider(tp))
+	}
+	if cfg.RedisLimits.URL != "" {
+		limiter, err := redislimit.New(cfg.RedisLimits.URL, redislimit.WithCoolDown(cfg.RedisLimits.CoolDown), redislimit.WithLogger(logger))
+		if err != nil {
+			return fmt.Errorf("rate limits: %w", err)
+		}
+		defer limiter.Close() // after the provider, which counts in it until it closes
+		opts = append(opts, provider.WithLimiter(limiter))
 	}
 	p, err := provider.New(cfg.Provider, opts...)
 	if err != nil {

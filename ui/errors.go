@@ -18,6 +18,8 @@ import (
 var (
 	// errFormExpired: a form POST whose CSRF token does not match the browser's cookie.
 	errFormExpired = errors.New("form CSRF token missing or invalid")
+	// errCrossOrigin: a form POST a browser sent from another origin or site.
+	errCrossOrigin = errors.New("form sent from another site")
 	// errLinkIncomplete: the page of a mailed link opened without the link's token.
 	errLinkIncomplete = errors.New("link page opened without a token")
 	// The mailed links that are invalid, used or expired (publicauth.ErrInvalidToken), each
@@ -67,6 +69,8 @@ var pageErrors = []struct {
 		text: "This sign-in request has expired or has already been completed. Go back to the application and start again."}},
 	{errFormExpired, problem{status: http.StatusForbidden, title: "Form expired",
 		text: "The form expired. Go back, reload the page and try again."}},
+	{errCrossOrigin, problem{status: http.StatusForbidden, title: "Request refused",
+		text: "This form was sent from another site. Open the page on this site and send it from there."}},
 	{errLinkIncomplete, problem{status: http.StatusBadRequest, title: "Link incomplete",
 		text: "This page opens from the link in your email. Open the whole link, or ask for a new one."}},
 	{errMagicLinkExpired, linkExpired("This sign-in link is invalid, was already used or has expired. Ask for a new one.")},

@@ -13,6 +13,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/gatehouse-id/gatehouse/internal/mountpath"
+	"github.com/gatehouse-id/gatehouse/internal/sameorigin"
 	"github.com/gatehouse-id/gatehouse/publicauth"
 	"github.com/gatehouse-id/gatehouse/social"
 )
@@ -127,6 +128,9 @@ type UI struct {
 	host   Host
 	pages  *pages
 	csrf   csrfGuard
+	// crossOrigin is Go's http.CrossOriginProtection in front of every form POST, beside
+	// the CSRF token: a second layer, kept by the standard library.
+	crossOrigin *http.CrossOriginProtection
 }
 
 // New loads the templates of cfg and returns the pages, which log in through auth, show
@@ -153,7 +157,8 @@ func New(cfg Config, auth *publicauth.Service, social SocialLogins, host Host) (
 	}
 	return &UI{
 		cfg: cfg, mount: mount, log: log, auth: auth, social: social, host: host, pages: ps,
-		csrf: newCSRFGuard(cfg.Issuer, cfg.SecureCookies, cfg.CSRFKey, cfg.NewToken),
+		csrf:        newCSRFGuard(cfg.Issuer, cfg.SecureCookies, cfg.CSRFKey, cfg.NewToken),
+		crossOrigin: sameorigin.CrossOriginProtection(cfg.Issuer),
 	}, nil
 }
 
@@ -163,32 +168,45 @@ func New(cfg Config, auth *publicauth.Service, social SocialLogins, host Host) (
 func (u *UI) Routes(r *mux.Router) {
 	get, post := http.MethodGet, http.MethodPost
 	r.HandleFunc("/login", u.formPage("login", loginView)).Methods(get)
-	r.HandleFunc("/login", u.loginSubmit).Methods(post)
+	r.HandleFunc("/login", u.form(u.loginSubmit)).Methods(post)
 	r.HandleFunc("/register", u.offered(u.auth.RegistrationOffered, u.formPage("register", registerView))).Methods(get)
-	r.HandleFunc("/register", u.offered(u.auth.RegistrationOffered, u.registerSubmit)).Methods(post)
+	r.HandleFunc("/register", u.form(u.offered(u.auth.RegistrationOffered, u.registerSubmit))).Methods(post)
 	r.HandleFunc("/consent", u.consentPage).Methods(get)
-	r.HandleFunc("/consent", u.consentSubmit).Methods(post)
+	r.HandleFunc("/consent", u.form(u.consentSubmit)).Methods(post)
 	r.HandleFunc(DevicePath, u.devicePage).Methods(get)
-	r.HandleFunc(DevicePath, u.deviceSubmit).Methods(post)
+	r.HandleFunc(DevicePath, u.form(u.deviceSubmit)).Methods(post)
 	r.HandleFunc(DevicePath+"/confirm", u.deviceConfirmPage).Methods(get)
-	r.HandleFunc(DevicePath+"/confirm", u.deviceConfirmSubmit).Methods(post)
-	r.HandleFunc(LogoutPath, u.logoutConfirm).Methods(post)
-	r.HandleFunc("/pin", u.pinSubmit).Methods(post)
-	r.HandleFunc("/magic-link", u.magicLinkSubmit).Methods(post)
+	r.HandleFunc(DevicePath+"/confirm", u.form(u.deviceConfirmSubmit)).Methods(post)
+	r.HandleFunc(LogoutPath, u.form(u.logoutConfirm)).Methods(post)
+	r.HandleFunc("/pin", u.form(u.pinSubmit)).Methods(post)
+	r.HandleFunc("/magic-link", u.form(u.magicLinkSubmit)).Methods(post)
 	r.HandleFunc("/forgot-password", u.offered(u.auth.PasswordResetOffered, u.formPage("forgot_password", forgotPasswordView))).Methods(get)
-	r.HandleFunc("/forgot-password", u.offered(u.auth.PasswordResetOffered, u.forgotPasswordSubmit)).Methods(post)
+	r.HandleFunc("/forgot-password", u.form(u.offered(u.auth.PasswordResetOffered, u.forgotPasswordSubmit))).Methods(post)
 	r.HandleFunc(publicauth.PathResetPassword, u.offered(u.auth.PasswordResetOffered, u.resetPasswordPage)).Methods(get)
-	r.HandleFunc(publicauth.PathResetPassword, u.offered(u.auth.PasswordResetOffered, u.resetPasswordSubmit)).Methods(post)
+	r.HandleFunc(publicauth.PathResetPassword, u.form(u.offered(u.auth.PasswordResetOffered, u.resetPasswordSubmit))).Methods(post)
 	r.HandleFunc(publicauth.PathConfirmPassword, u.confirmPasswordPage).Methods(get)
-	r.HandleFunc(publicauth.PathConfirmPassword, u.confirmPasswordSubmit).Methods(post)
+	r.HandleFunc(publicauth.PathConfirmPassword, u.form(u.confirmPasswordSubmit)).Methods(post)
 	r.HandleFunc(signedInPath, u.signedIn).Methods(get)
 	r.HandleFunc(AccountPath, u.offered(u.auth.ProfileEditingOffered, u.accountPage)).Methods(get)
-	r.HandleFunc(AccountPath, u.offered(u.auth.ProfileEditingOffered, u.accountSubmit)).Methods(post)
+	r.HandleFunc(AccountPath, u.form(u.offered(u.auth.ProfileEditingOffered, u.accountSubmit))).Methods(post)
 	r.HandleFunc(publicauth.PathMagicLogin, u.magicLoginPage).Methods(get)
-	r.HandleFunc(publicauth.PathMagicLogin, u.magicLogin).Methods(post)
+	r.HandleFunc(publicauth.PathMagicLogin, u.form(u.magicLogin)).Methods(post)
 	r.HandleFunc(publicauth.PathVerifyEmail, u.verifyEmailPage).Methods(get)
-	r.HandleFunc(publicauth.PathVerifyEmail, u.verifyEmailSubmit).Methods(post)
+	r.HandleFunc(publicauth.PathVerifyEmail, u.form(u.verifyEmailSubmit)).Methods(post)
 	r.HandleFunc("/ui/style.css", u.pages.style).Methods(get, http.MethodHead)
+}
+
+// form serves a hosted form's POST when Go's http.CrossOriginProtection lets it through
+// (sameorigin.CrossOriginProtection: not sent from another origin or site), and answers
+// errCrossOrigin otherwise, before the form is read; the CSRF token is checked after it.
+func (u *UI) form(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := u.crossOrigin.Check(r); err != nil {
+			u.Error(w, r, fmt.Errorf("%w: %v", errCrossOrigin, err))
+			return
+		}
+		next(w, r)
+	}
 }
 
 // offered serves next only while the feature check allows it (nil); otherwise the error

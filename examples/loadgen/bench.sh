@@ -10,12 +10,16 @@
 #   BENCH_CONCURRENCY=16    concurrent clients
 #   BENCH_WARMUP=1s         unmeasured warm-up per operation
 #   BENCH_RUNS="pg-ES256 pg-RS256 sqlite-ES256 sqlite-RS256 node"   what to run
+#   BENCH_OPS               the operations to measure, comma-separated (loadgen run -ops;
+#                           default all), e.g. BENCH_OPS=login for password login alone
 #   BENCH_POSTGRES_DSN      server where a fresh database is created per run and dropped
 #                           afterwards (default $GATEHOUSE_TEST_POSTGRES_DSN, else
 #                           postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable)
 #   BENCH_JSON              where the JSON report goes (default a new file in $TMPDIR)
 #   BENCH_GOMEMLIMIT=76MiB  Go's soft memory limit for the Gatehouse servers ("off": none)
 #   BENCH_LDFLAGS=-linkmode=internal   go build -ldflags of the Gatehouse server
+#   BENCH_TAGS              go build -tags of the Gatehouse server (gatehouse_native_argon2:
+#                           the opt-in native argon2id fill)
 #   BENCH_PROFILE=1         capture a CPU profile (BENCH_PROFILE_SECONDS=10) of Gatehouse on
 #                           Postgres with ES256 during BENCH_PROFILE_OP (client_credentials)
 #                           through --debug-addr, and print the head of `go tool pprof -top`
@@ -34,6 +38,8 @@ seconds=${BENCH_SECONDS:-5}
 concurrency=${BENCH_CONCURRENCY:-16}
 warmup=${BENCH_WARMUP:-1s}
 runs=${BENCH_RUNS:-pg-ES256 pg-RS256 sqlite-ES256 sqlite-RS256 node}
+ops=()
+if [ -n "${BENCH_OPS:-}" ]; then ops=(-ops "$BENCH_OPS"); fi
 pg_base=${BENCH_POSTGRES_DSN:-${GATEHOUSE_TEST_POSTGRES_DSN:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}}
 profile_op=${BENCH_PROFILE_OP:-client_credentials}
 # Go's soft memory limit for the Gatehouse servers (README, "Performance"): the garbage of
@@ -43,11 +49,14 @@ gomemlimit=${BENCH_GOMEMLIMIT:-76MiB}
 # the token endpoints grow toward the limit before a collection, instead of doubling.
 gogc=${BENCH_GOGC:-off}
 profile_seconds=${BENCH_PROFILE_SECONDS:-10}
-# How the Gatehouse server is linked. The cgo binding to OpenSSL (internal/rsasign) makes go
-# link externally by default, and that binary keeps about 14 MiB more of itself resident
-# than the internally linked one (README, "Performance"); internal linking works for it and
-# is what `make server` builds. BENCH_LDFLAGS= measures the default build instead.
+# How the Gatehouse server is linked, as `make server` links it. The default build has no cgo
+# of ours and links internally anyway; a build with BENCH_TAGS=gatehouse_native_argon2 (the
+# opt-in native argon2id fill, cgo) would otherwise link externally, and that binary keeps
+# about 14 MiB more of itself resident (README, "Performance"). BENCH_LDFLAGS= measures the
+# go tool's choice instead.
 ldflags=${BENCH_LDFLAGS--linkmode=internal}
+# Build tags of the Gatehouse server: gatehouse_native_argon2 measures the native fill.
+tags=${BENCH_TAGS:-}
 json=${BENCH_JSON:-${TMPDIR:-/tmp}/gatehouse-bench-$(date -u +%Y%m%dT%H%M%SZ).json}
 node_version=9.13.3 # oidc-provider, pinned: the comparison must not move under us
 redirect_uri=http://127.0.0.1:9/callback # never called: the driver reads the code from the redirect
@@ -99,7 +108,7 @@ pg_database() {
 	dsn="${prefix%/*}/$1${pg_base#"$prefix"}"
 }
 
-go build -ldflags="$ldflags" -o "$work/gatehouse" ./examples/server
+go build -tags="$tags" -ldflags="$ldflags" -o "$work/gatehouse" ./examples/server
 go build -o "$work/loadgen" ./examples/loadgen
 secret=$(random_hex)
 rp_secret=$(random_hex)
@@ -140,7 +149,7 @@ gatehouse_run() {
 		-client-id rp -client-secret "$rp_secret" -es256-client-id rp-es256 -es256-client-secret "$rp_secret" \
 		-cc-client-id svc -cc-client-secret "$svc_secret" -cc-scope api -redirect-uri "$redirect_uri" \
 		-login-url "$base/api/public/login" -session-url "$base/api/public/session" -email "$email" -password "$password" \
-		"${profile[@]}" -out "$work/$name.json" || { tail -20 "$work/$name.log" >&2; exit 1; }
+		"${profile[@]}" "${ops[@]}" -out "$work/$name.json" || { tail -20 "$work/$name.log" >&2; exit 1; }
 	stop_server
 	results+=("$work/$name.json")
 	if [ ${#profile[@]} -gt 0 ]; then
@@ -167,7 +176,7 @@ node_run() {
 		-cc-client-id svc -cc-client-secret "$svc_secret" -cc-scope api -redirect-uri "$redirect_uri" \
 		-scope "openid profile email offline_access api" -introspect-token refresh \
 		-skip "userinfo=its JWT access tokens are for the resource server; its userinfo takes only opaque ones" \
-		-out "$work/node.json" || { tail -20 "$work/node.log" >&2; exit 1; }
+		"${ops[@]}" -out "$work/node.json" || { tail -20 "$work/node.log" >&2; exit 1; }
 	stop_server
 	results+=("$work/node.json")
 }

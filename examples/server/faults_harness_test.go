@@ -213,7 +213,7 @@ func (r *replica) goroutines(t *testing.T) int {
 
 // heapInuse reads HeapInuse from the replica's heap profile, taken after a garbage
 // collection (gc=1) so that it measures the live heap, not the garbage of the moment (the
-// 19 MiB of each password hash).
+// 7 MiB of each password hash).
 func (r *replica) heapInuse(t *testing.T) int64 {
 	t.Helper()
 	resp, err := http.Get("http://" + r.debugAddr + "/debug/pprof/heap?debug=1&gc=1")

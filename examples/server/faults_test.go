@@ -800,7 +800,7 @@ func TestFaultSoak(t *testing.T) {
 		s := sample{at: at, conns: proxy.Open()}
 		for _, r := range reps {
 			// The least of three readings 300ms apart: a password hash in flight holds
-			// 19 MiB for a moment, which is load, not growth.
+			// 7 MiB for a moment, which is load, not growth.
 			h := r.heapInuse(t)
 			for range 2 {
 				time.Sleep(300 * time.Millisecond)

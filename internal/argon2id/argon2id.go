@@ -15,16 +15,21 @@ import (
 type Backend string
 
 const (
-	// Auto is Native when this build and CPU can run it and it passes the self-test, else
-	// Go.
+	// Auto is Native when this build has it (BuildTag), the CPU can run it and it passes
+	// the self-test, else Go. In a build without the tag it is always Go.
 	Auto Backend = "auto"
-	// Native is the AVX2 fill, or an error from Open when it cannot run here.
+	// Native is the AVX2 fill, or an error from Open when this build lacks it or it cannot
+	// run here.
 	Native Backend = "native"
 	// Go is golang.org/x/crypto/argon2.
 	Go Backend = "go"
 )
 
-// ErrUnavailable is returned by Open with Backend Native when the native fill cannot run.
+// BuildTag is the build tag that compiles the native fill in (with cgo, on Linux amd64).
+const BuildTag = "gatehouse_native_argon2"
+
+// ErrUnavailable is returned by Open with Backend Native when the native fill is not
+// compiled in or cannot run here; the error says which.
 var ErrUnavailable = errors.New("argon2id: the native fill is unavailable")
 
 // Options configures Open.
@@ -121,7 +126,7 @@ func (e *Engine) Backend() Backend {
 }
 
 // Reason says why: "AVX2" for Native, "configured" for Go by choice, or why the native
-// fill could not be used.
+// fill could not be used (in a default build: it is not compiled in).
 func (e *Engine) Reason() string {
 	if e == nil {
 		return "no engine"

@@ -54,6 +54,12 @@ const (
 	ReasonConnection = "connection"
 )
 
+// Reasons lists every value Reason returns for an error, so that a metric can export each
+// series at zero before the first failure.
+func Reasons() []string {
+	return []string{ReasonRefusedAddress, ReasonURL, ReasonTimeout, ReasonTooLarge, ReasonStatus, ReasonCanceled, ReasonConnection}
+}
+
 // Reason classifies an error of a Client's request (or a StatusError from Response.Want) as
 // one of the Reason constants; "" for nil.
 func Reason(err error) string {

@@ -1,11 +1,11 @@
-package ratelimit
+package redis
 
 import (
 	"testing"
 	"time"
 )
 
-func TestNewRedisOptions(t *testing.T) {
+func TestNewOptions(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		rawURL  string
@@ -23,7 +23,7 @@ func TestNewRedisOptions(t *testing.T) {
 		{"empty options take defaults", "redis://127.0.0.1:6379/0", []Option{WithPrefix(""), WithTimeout(0)}, "127.0.0.1:6379", 0, false, DefaultPrefix, DefaultTimeout},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			r, err := NewRedis(c.rawURL, c.opts...)
+			r, err := New(c.rawURL, c.opts...)
 			if err != nil {
 				t.Fatal(err)
 			}

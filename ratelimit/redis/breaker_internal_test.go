@@ -1,4 +1,4 @@
-package ratelimit
+package redis
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"testing"
 	"time"
+
+	"github.com/gatehouse-id/gatehouse/ratelimit"
 )
 
 // Once the cool-down is over, one call probes and the others keep failing fast until the
@@ -32,15 +34,15 @@ func TestBreakerOneProbe(t *testing.T) {
 		t.Fatalf("the next call after an abandoned probe: %v, want it to probe", err)
 	}
 	b.done(answered, nil)
-	if state, opened := b.snapshot(); state != BreakerClosed || opened != 1 {
+	if state, opened := b.snapshot(); state != ratelimit.BreakerClosed || opened != 1 {
 		t.Errorf("after the probe answered: %v, opened %d; want closed, 1", state, opened)
 	}
 }
 
-// NewRedis bounds connecting, reading and writing by the timeout, dials once and retries a
+// New bounds connecting, reading and writing by the timeout, dials once and retries a
 // command once, unless the URL says otherwise.
-func TestNewRedisBoundsTimeouts(t *testing.T) {
-	r, err := NewRedis("redis://127.0.0.1:6379/0", WithTimeout(300*time.Millisecond))
+func TestNewBoundsTimeouts(t *testing.T) {
+	r, err := New("redis://127.0.0.1:6379/0", WithTimeout(300*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +51,7 @@ func TestNewRedisBoundsTimeouts(t *testing.T) {
 	if o.DialTimeout != 300*time.Millisecond || o.ReadTimeout != 300*time.Millisecond || o.WriteTimeout != 300*time.Millisecond || o.MaxRetries != 1 || o.DialerRetries != 1 {
 		t.Errorf("dial %v read %v write %v retries %d dial tries %d; want 300ms each, 1 retry, 1 dial", o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.MaxRetries, o.DialerRetries)
 	}
-	r, err = NewRedis("redis://127.0.0.1:6379/0?dial_timeout=2s&max_retries=4", WithTimeout(300*time.Millisecond))
+	r, err = New("redis://127.0.0.1:6379/0?dial_timeout=2s&max_retries=4", WithTimeout(300*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-//go:build cgo && linux && amd64
+//go:build gatehouse_native_argon2 && cgo && linux && amd64
 
 package argon2id
 
@@ -17,6 +17,10 @@ import (
 	"errors"
 	"unsafe"
 )
+
+// nativeBuild reports whether this build asked for the native fill (the build tag
+// gatehouse_native_argon2).
+const nativeBuild = true
 
 // nativeReason says whether this CPU can run the native fill, and why not.
 func nativeReason() error {
