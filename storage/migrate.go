@@ -20,8 +20,11 @@ type migration struct {
 	up func(tx *gorm.DB, n schemaNames) error
 }
 
-// migrationLockKey is the Postgres advisory lock that serializes Migrate across processes.
-const migrationLockKey int64 = 0x6761_7465_686f_7573 // "gatehous"
+// migrationLockSeed seeds the Postgres advisory lock that serializes Migrate across
+// processes. The lock's key is this seed hashed with the schema and the table prefix
+// (migrationTx): Gatehouses in other schemas of one database, or with other prefixes in one
+// schema, have other tables and need not wait for each other's migrations.
+const migrationLockSeed int64 = 0x6761_7465_686f_7573 // "gatehous"
 
 // legacyMigrationsTable is where releases before table prefixes kept their versions, with
 // the columns legacyMigrationColumns. Other tools (golang-migrate) use the same name.
@@ -264,7 +267,8 @@ func (s *Store) columns(tx *gorm.DB, table string) ([]string, error) {
 func (s *Store) migrationTx(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if s.dialect == dialectPostgres {
-			if err := tx.Exec("SELECT pg_advisory_xact_lock(?)", migrationLockKey).Error; err != nil {
+			if err := tx.Exec("SELECT pg_advisory_xact_lock(hashtextextended(current_schema() || '/' || ?, ?))",
+				s.names.prefix, migrationLockSeed).Error; err != nil {
 				return fmt.Errorf("lock: %w", err)
 			}
 		}
